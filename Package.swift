@@ -1,0 +1,55 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// One system-library target per C dependency; only one Earshot module imports each.
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "Earshot",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Earshot", targets: ["Earshot"]),
+        .executable(name: "earshotd", targets: ["earshotd"]),
+        .executable(name: "earshotctl", targets: ["earshotctl"]),
+        .executable(name: "earshot", targets: ["earshot"]),
+    ],
+    targets: [
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
+        systemLibrary("CSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
+        systemLibrary("CArchive", pkgConfig: "libarchive", apt: "libarchive-dev"),
+        systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CSndfile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
+        systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
+        // Installed from the PyPI wheel sherpa-onnx-core by Scripts/setup.sh (sherpa-onnx.pc).
+        .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
+
+        .target(name: "EarshotWire"),
+        .target(name: "EarshotSystem", dependencies: ["EarshotWire"]),
+        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem"]),
+        .target(name: "EarshotAssets", dependencies: [
+            "EarshotWire", "EarshotSystem", "CCurl", "CSQLite", "CArchive", "CCrypto",
+        ]),
+        .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"]),
+        .target(name: "EarshotSpeech", dependencies: [
+            "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CSherpaOnnx",
+        ]),
+        .target(name: "EarshotDaemon", dependencies: [
+            "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "CSystemd",
+        ]),
+        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem"]),
+        .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"]),
+
+        .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
+        .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine"]),
+
+        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
+        .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
+        .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "TestSupport"]),
+    ]
+)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs everything Earshot needs on a Debian 12 machine (as root; idempotent), then builds.
+#   Scripts/setup.sh            install dependencies and build (debug)
+#   Scripts/setup.sh --no-build install dependencies only
+# Reaches only Debian's archive and PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+APT_PACKAGES=(
+  # build
+  pkg-config
+  # C libraries we link (one system-library target each)
+  libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libarchive-dev libssl-dev
+  libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev
+  # models and test speech
+  pocketsphinx-en-us pocketsphinx-testdata
+  # tools the tests drive for real
+  systemd minisign nginx-light zstd bzip2 python3-pip
+)
+PIP_PACKAGES=(sherpa-onnx-core wyoming)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if ! $PY -c 'import wyoming, sherpa_onnx' 2>/dev/null || ! $PY -m pip show -q sherpa-onnx-core >/dev/null 2>&1; then
+  echo "setup: installing PyPI packages: ${PIP_PACKAGES[*]}"
+  $SUDO $PY -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}" 2>&1 | grep -v 'Running pip as the' || true
+fi
+
+# sherpa-onnx: header and shared libraries come from the sherpa-onnx-core wheel. Install them into
+# /usr/local with a generated pkg-config file so SwiftPM's system-library target finds them.
+SHERPA_PREFIX=/usr/local
+wheel_dir=$($PY -c 'import importlib.util, os; s = importlib.util.find_spec("sherpa_onnx"); print(os.path.dirname(s.origin) if s.origin else list(s.submodule_search_locations)[0])')
+sherpa_version=$($PY -m pip show sherpa-onnx-core | awk '/^Version:/ {print $2}')
+if [ ! -f "$wheel_dir/include/sherpa-onnx/c-api/c-api.h" ]; then
+  echo "setup: sherpa-onnx-core wheel has no C header at $wheel_dir" >&2; exit 1
+fi
+$SUDO install -d "$SHERPA_PREFIX/include/sherpa-onnx/c-api" "$SHERPA_PREFIX/lib/pkgconfig"
+$SUDO install -m 0644 "$wheel_dir/include/sherpa-onnx/c-api/c-api.h" "$SHERPA_PREFIX/include/sherpa-onnx/c-api/c-api.h"
+for lib in libsherpa-onnx-c-api.so libonnxruntime.so; do
+  $SUDO install -m 0755 "$wheel_dir/lib/$lib" "$SHERPA_PREFIX/lib/$lib"
+done
+pc=$(mktemp)
+cat > "$pc" <<PC
+prefix=$SHERPA_PREFIX
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: sherpa-onnx
+Description: sherpa-onnx C API (from the PyPI wheel sherpa-onnx-core)
+Version: $sherpa_version
+Libs: -L\${libdir} -lsherpa-onnx-c-api -lonnxruntime
+Cflags: -I\${includedir}
+PC
+$SUDO install -m 0644 "$pc" "$SHERPA_PREFIX/lib/pkgconfig/sherpa-onnx.pc"
+rm -f "$pc"
+$SUDO ldconfig
+
+if [ "${1:-}" != "--no-build" ]; then
+  swift build
+fi

@@ -1,0 +1,4 @@
+#ifndef EARSHOT_CSOXR_SHIM_H
+#define EARSHOT_CSOXR_SHIM_H
+#include <soxr.h>
+#endif

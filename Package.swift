@@ -27,21 +27,21 @@ let package = Package(
         // Installed from the PyPI wheel sherpa-onnx-core by Scripts/setup.sh (sherpa-onnx.pc).
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
 
-        .target(name: "EarshotWire"),
-        .target(name: "EarshotSystem", dependencies: ["EarshotWire"]),
-        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem"]),
+        .target(name: "EarshotWire", exclude: ["README.md"]),
+        .target(name: "EarshotSystem", dependencies: ["EarshotWire"], exclude: ["README.md"]),
+        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
             "EarshotWire", "EarshotSystem", "CCurl", "CSQLite", "CArchive", "CCrypto",
-        ]),
-        .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"]),
+        ], exclude: ["README.md"]),
+        .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"], exclude: ["README.md"]),
         .target(name: "EarshotSpeech", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CSherpaOnnx",
-        ]),
+        ], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "CSystemd",
-        ]),
-        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem"]),
-        .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"]),
+        ], exclude: ["README.md"]),
+        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
+        .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
         .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine"]),

@@ -1,1 +1,172 @@
+import Dispatch
+import EarshotAssets
+import EarshotAudio
+import EarshotSpeech
+import EarshotSystem
 import EarshotWire
+import Foundation
+
+/// What `earshotd`'s command line asks for.
+public struct DaemonOptions: Sendable {
+    public var socket: String?
+    public var stateDirectory: String?
+    public var cacheDirectory: String?
+    public var configFile: String?
+    public var userMode = false
+    public init() {}
+}
+
+/// The daemon: loads config, listens, serves connections, and shuts down gracefully on SIGTERM.
+public struct Daemon: Sendable {
+    public let options: DaemonOptions
+    let environment: [String: String]
+
+    public init(options: DaemonOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.options = options
+        self.environment = environment
+    }
+
+    /// Every C library linked into the daemon, with its run-time version.
+    public static var linkedLibraries: [LinkedLibrary] {
+        AssetsLibraries.linked + [ServiceManager.linkedLibrary] + AudioLibraries.linked + SpeechLibraries.linked
+    }
+
+    /// Runs until SIGTERM/SIGINT; returns the process exit code.
+    public func run() async -> Int32 {
+        let mode: DaemonPaths.Mode = options.userMode ? .user : .system
+        let configFile = options.configFile ?? DaemonPaths.defaultConfigFile(mode: mode, environment: environment)
+        let config = DaemonConfig.load(path: configFile)
+        let logger = Logger(minimum: LogLevel(rawValue: config["Daemon.LogLevel"]) ?? .info, environment: environment)
+        defer { logger.flush() }
+        for warning in config.warnings { logger.warning("config: \(warning)") }
+
+        let paths = DaemonPaths.resolve(mode: mode, socketFlag: options.socket, stateFlag: options.stateDirectory,
+                                        cacheFlag: options.cacheDirectory, config: config, environment: environment)
+        for directory in [paths.stateDirectory, paths.cacheDirectory] {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                logger.error("cannot create \(directory): \(error.localizedDescription)")
+                return 1
+            }
+        }
+
+        signal(SIGPIPE, SIG_IGN)
+        let signals = SignalWatcher(signals: [SIGTERM, SIGINT])
+        let manager = ServiceManager()
+        let listener: Listener
+        do {
+            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), userMode: options.userMode, manager: manager)
+        } catch {
+            logger.error("cannot listen: \(error)")
+            return 1
+        }
+
+        let limits = DaemonLimits(frame: config.frameLimits, maxConnections: config.int("Limits.MaxConnections"))
+        let registry = ConnectionRegistry()
+        let facts = DaemonFacts(config: config, paths: paths, socketPath: listener.path, socketActivated: listener.activated,
+                                started: .now, limits: limits)
+        let server = ConnectionServer(harness: DaemonHarness(facts: facts, registry: registry), registry: registry, logger: logger,
+                                      channelOptions: FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec")),
+                                      maxConnections: limits.maxConnections)
+        let adminGroup = config["Daemon.AdminGroup"]
+        let ownUID = getuid()
+        let accepted = listener.connections(
+            authorize: { peer in peer.uid == 0 || peer.uid == ownUID || PeerCredentials.user(peer.uid, isInGroup: adminGroup) },
+            onError: { logger.warning("accept failed: \($0)") })
+
+        let where_ = listener.path ?? "fd \(listener.fd)"
+        logger.notice("earshotd \(EarshotVersion.string) listening on \(where_)\(listener.activated ? " (socket activation)" : "")",
+                      ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ",")])
+        manager.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
+
+        let shutdownTimeout = config.seconds("Daemon.ShutdownTimeoutSec")
+        await withTaskGroup(of: Phase.self) { group in
+            group.addTask {
+                await server.serve(accepted)
+                return .connectionsDone
+            }
+            if let interval = manager.watchdogInterval {
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: interval / 2)
+                        _ = await registry.count // proves the daemon's actors still answer
+                        manager.notify("WATCHDOG=1")
+                    }
+                    return .watchdogStopped
+                }
+            }
+            group.addTask {
+                let signal = await signals.next()
+                return .signal(signal)
+            }
+            var deadlinePassed = false
+            phases: while let phase = await group.next() {
+                switch phase {
+                case .signal(let number):
+                    logger.notice("received signal \(number), shutting down (in-flight requests get \(shutdownTimeout) s)")
+                    manager.notify("STOPPING=1\nSTATUS=Shutting down")
+                    listener.stop()
+                    await registry.beginShutdown()
+                    group.addTask {
+                        try? await Task.sleep(for: .seconds(shutdownTimeout))
+                        return .deadline
+                    }
+                    group.addTask {
+                        _ = await signals.next()
+                        return .deadline
+                    }
+                case .deadline where !deadlinePassed:
+                    deadlinePassed = true
+                    logger.warning("shutdown deadline passed, closing remaining connections")
+                    await registry.closeAll()
+                case .connectionsDone:
+                    group.cancelAll()
+                    break phases
+                default:
+                    continue
+                }
+            }
+        }
+        signals.stop()
+        logger.notice("earshotd stopped")
+        manager.flush()
+        return 0
+    }
+
+    enum Phase: Sendable {
+        case connectionsDone, watchdogStopped, deadline
+        case signal(Int32)
+    }
+}
+
+/// Delivers SIGTERM/SIGINT through Dispatch sources instead of the default handlers.
+/// (Unchecked: the sources are set up in init and only cancelled after.)
+final class SignalWatcher: @unchecked Sendable {
+    private let sources: [DispatchSourceSignal]
+    private let stream: AsyncStream<Int32>
+    private let continuation: AsyncStream<Int32>.Continuation
+
+    init(signals: [Int32]) {
+        (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        let queue = DispatchQueue(label: "earshot.signals")
+        sources = signals.map { [continuation] number in
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+    }
+
+    /// The next signal received (one waiter at a time); 0 once stopped.
+    func next() async -> Int32 {
+        var iterator = stream.makeAsyncIterator()
+        return await iterator.next() ?? 0
+    }
+
+    func stop() {
+        sources.forEach { $0.cancel() }
+        continuation.finish()
+    }
+}

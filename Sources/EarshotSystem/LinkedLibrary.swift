@@ -20,7 +20,10 @@ public struct LinkedLibrary: Sendable, Hashable, Codable {
     }
 
     static func loadedPath(_ prefix: String) -> String? {
-        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        // /proc files report size 0, so read to the end rather than by size.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/maps"),
+              let data = try? handle.readToEnd(), let maps = String(data: data, encoding: .utf8) else { return nil }
+        try? handle.close()
         for line in maps.split(separator: "\n") {
             guard let slash = line.firstIndex(of: "/") else { continue }
             let path = String(line[slash...])

@@ -117,19 +117,19 @@ public struct ConfigEntry: Codable, Sendable, Hashable {
     /// `Section.Key`.
     public var key: String
     public var defaultValue: String
-    /// All effective values (several only for repeatable keys).
-    public var values: [String]
+    /// The effective value.
+    public var value: String
     /// Where the effective value came from: `default`, `file:line`, or `command line`.
     public var source: String
     public var doc: String
-    public init(key: String, defaultValue: String, values: [String], source: String, doc: String) {
+    public init(key: String, defaultValue: String, value: String, source: String, doc: String) {
         self.key = key
         self.defaultValue = defaultValue
-        self.values = values
+        self.value = value
         self.source = source
         self.doc = doc
     }
-    enum CodingKeys: String, CodingKey { case key, defaultValue = "default", values, source, doc }
+    enum CodingKeys: String, CodingKey { case key, defaultValue = "default", value, source, doc }
 }
 
 /// `earshot.config.result`: the daemon's effective configuration.

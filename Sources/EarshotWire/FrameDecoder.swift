@@ -9,6 +9,8 @@ public struct FrameDecoder: Sendable {
         var inlineData: [String: JSONValue]
         var dataLength: Int
         var payloadLength: Int
+        /// Bytes of the header line, newline included: received but not yet returned as a frame.
+        var headerLength: Int
     }
 
     public let limits: FrameLimits
@@ -22,8 +24,8 @@ public struct FrameDecoder: Sendable {
         self.limits = limits
     }
 
-    /// Bytes received but not yet returned as frames.
-    public var bufferedByteCount: Int { buffer.count - start }
+    /// Bytes received but not yet returned as frames (a pending frame's header line included).
+    public var bufferedByteCount: Int { buffer.count - start + (pending?.headerLength ?? 0) }
 
     /// Appends received bytes.
     public mutating func feed(_ bytes: some Sequence<UInt8>) {
@@ -40,6 +42,8 @@ public struct FrameDecoder: Sendable {
             failure = error
             buffer = []
             start = 0
+            scanned = 0
+            pending = nil
             throw error
         }
     }
@@ -56,7 +60,6 @@ public struct FrameDecoder: Sendable {
                 if buffer.count - start > limits.maxHeaderBytes { throw .headerTooLarge(limit: limits.maxHeaderBytes) }
                 return nil
             }
-            if newline - start > limits.maxHeaderBytes { throw .headerTooLarge(limit: limits.maxHeaderBytes) }
             pending = try parseHeader(buffer[start..<newline])
             start = newline + 1
             scanned = start
@@ -130,7 +133,7 @@ public struct FrameDecoder: Sendable {
         if dataLength > limits.maxDataBytes { throw .dataTooLarge(length: dataLength, limit: limits.maxDataBytes) }
         let payloadLength = try length(header, "payload_length")
         if payloadLength > limits.maxPayloadBytes { throw .payloadTooLarge(length: payloadLength, limit: limits.maxPayloadBytes) }
-        return Pending(type: type, version: version, inlineData: inline, dataLength: Int(dataLength), payloadLength: Int(payloadLength))
+        return Pending(type: type, version: version, inlineData: inline, dataLength: Int(dataLength), payloadLength: Int(payloadLength), headerLength: line.count + 1)
     }
 
     private func length(_ header: [String: JSONValue], _ key: String) throws(FrameError) -> Int64 {

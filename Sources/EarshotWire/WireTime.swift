@@ -17,8 +17,9 @@ public struct WireTime: Sendable, Codable, CustomStringConvertible, Comparable, 
         self.init(value: index, timescale: sampleRate)
     }
 
-    /// `seconds` rounded to the nearest tick of `timescale`.
+    /// `seconds` (finite) rounded to the nearest tick of `timescale`.
     public init(seconds: Double, timescale: Int32 = 1_000_000) {
+        precondition(seconds.isFinite, "seconds must be finite")
         self.init(value: Int64((seconds * Double(timescale)).rounded()), timescale: timescale)
     }
 
@@ -44,7 +45,8 @@ public struct WireTime: Sendable, Codable, CustomStringConvertible, Comparable, 
     }
 
     public func hash(into hasher: inout Hasher) {
-        let g = Self.gcd(Swift.abs(value), Int64(timescale))
+        // gcd(|value|, timescale) == gcd(|value| mod timescale, timescale); never negates Int64.min.
+        let g = Self.gcd(Int64(value.magnitude % UInt64(timescale)), Int64(timescale))
         hasher.combine(value / g)
         hasher.combine(Int64(timescale) / g)
     }
@@ -105,5 +107,16 @@ public struct WireTimeRange: Sendable, Codable, Hashable, CustomStringConvertibl
     }
     /// `start + duration`.
     public var end: WireTime { start + duration }
+
+    enum CodingKeys: String, CodingKey { case start, duration }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let duration = try c.decode(WireTime.self, forKey: .duration)
+        guard duration.value >= 0 else {
+            throw DecodingError.dataCorruptedError(forKey: .duration, in: c, debugDescription: "duration must not be negative")
+        }
+        self.init(start: try c.decode(WireTime.self, forKey: .start), duration: duration)
+    }
     public var description: String { "[\(start), \(end))" }
 }

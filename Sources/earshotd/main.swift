@@ -1,1 +1,39 @@
-print("x")
+import EarshotCommandLine
+import EarshotDaemon
+import EarshotWire
+import Foundation
+
+let usage = """
+    usage: earshotd [--user] [--socket PATH] [--state-dir DIR] [--cache-dir DIR] [--config FILE]
+           earshotd --version
+    """
+
+let arguments: Arguments
+do {
+    arguments = try Arguments(Array(CommandLine.arguments.dropFirst()),
+                              valued: ["socket", "state-dir", "cache-dir", "config"], flags: ["user", "version", "help"])
+} catch {
+    Output.error("earshotd", "\(error)\n\(usage)")
+    exit(ExitCode.failure.rawValue)
+}
+if arguments.has("help") {
+    print(usage)
+    exit(ExitCode.success.rawValue)
+}
+if arguments.has("version") {
+    print("earshotd \(EarshotVersion.string) (protocol \(WireProtocol.earshotVersion), Wyoming \(WireProtocol.wyomingVersion))")
+    Output.table(["library", "version"], Daemon.linkedLibraries.map { [$0.name, $0.version] })
+    exit(ExitCode.success.rawValue)
+}
+if !arguments.positional.isEmpty {
+    Output.error("earshotd", "unexpected argument \(arguments.positional[0])\n\(usage)")
+    exit(ExitCode.failure.rawValue)
+}
+
+var options = DaemonOptions()
+options.socket = arguments.value("socket")
+options.stateDirectory = arguments.value("state-dir")
+options.cacheDirectory = arguments.value("cache-dir")
+options.configFile = arguments.value("config")
+options.userMode = arguments.has("user")
+exit(await Daemon(options: options).run())

@@ -1,0 +1,128 @@
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// One connection to `earshotd`: request/reply correlation by `id` over a ``FrameChannel``.
+public actor DaemonConnection {
+    private let channel: FrameChannel
+    /// Requests sent and not yet answered; a reply that arrives before its waiter is parked here.
+    private var awaiting: [String: Frame?] = [:]
+    private var pending: [String: CheckedContinuation<Frame, any Error>] = [:]
+    private var nextID = 1
+    private var reader: Task<Void, Never>?
+    private var closed = false
+    /// The socket path this connection uses.
+    public nonisolated let socketPath: String
+    /// What the daemon said in `earshot.welcome`.
+    public private(set) var welcome: Welcome?
+
+    private init(channel: FrameChannel, socketPath: String) {
+        self.channel = channel
+        self.socketPath = socketPath
+    }
+
+    /// Connects to the first daemon that answers — `socket`, else `$EARSHOT_SOCKET`, else the system
+    /// socket, else the user socket — and introduces the client as `appID`.
+    public static func connect(socket: String? = nil, appID: String, environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> DaemonConnection {
+        var tried: [(path: String, reason: String)] = []
+        for path in SocketLocations.candidates(explicit: socket, environment: environment) {
+            do {
+                let fd = try UnixSocket.connect(path: path)
+                let connection = DaemonConnection(channel: FrameChannel(fd: fd, label: "earshot.client"), socketPath: path)
+                await connection.startReading()
+                await connection.welcomeReceived(try await connection.request(Hello(appId: appID), expecting: Welcome.self))
+                return connection
+            } catch let error as SystemError {
+                tried.append((path, String(cString: strerror(error.errno))))
+            }
+        }
+        throw EarshotError.noDaemon(tried: tried)
+    }
+
+    private func welcomeReceived(_ welcome: Welcome) {
+        self.welcome = welcome
+    }
+
+    private func startReading() {
+        channel.start()
+        let frames = channel.frames
+        reader = Task { [weak self] in
+            do {
+                for try await frame in frames {
+                    await self?.deliver(frame)
+                }
+                await self?.finish(EarshotError.disconnected)
+            } catch {
+                await self?.finish(error)
+            }
+        }
+    }
+
+    private func deliver(_ frame: Frame) {
+        guard let id = frame.requestID, awaiting.keys.contains(id) else { return }
+        if let waiter = pending.removeValue(forKey: id) {
+            awaiting[id] = nil
+            waiter.resume(returning: frame)
+        } else {
+            awaiting[id] = frame
+        }
+    }
+
+    private func finish(_ error: any Error) {
+        closed = true
+        let waiters = pending
+        pending = [:]
+        awaiting = [:]
+        for waiter in waiters.values { waiter.resume(throwing: error) }
+    }
+
+    /// Sends `event` with a fresh `id` and returns the reply, decoded as `Reply`; an `error` reply
+    /// throws ``EarshotError/daemon(_:)``.
+    public func request<Reply: WireEvent>(_ event: some WireEvent, expecting: Reply.Type) async throws -> Reply {
+        guard !closed else { throw EarshotError.disconnected }
+        let id = "\(nextID)"
+        nextID += 1
+        var frame = try Frame(event)
+        frame.data["id"] = .string(id)
+        awaiting[id] = .some(nil)
+        do {
+            try await channel.send(frame)
+        } catch {
+            awaiting[id] = nil
+            throw error
+        }
+        let reply: Frame
+        if case .some(.some(let early)) = awaiting[id] {
+            awaiting[id] = nil
+            reply = early
+        } else {
+            guard !closed else { throw EarshotError.disconnected }
+            reply = try await withCheckedThrowingContinuation { pending[id] = $0 }
+        }
+        if reply.type == ErrorEvent.eventType {
+            throw EarshotError.daemon(try reply.decode(ErrorEvent.self).wireError)
+        }
+        do {
+            return try reply.decode(Reply.self)
+        } catch {
+            throw EarshotError.protocolViolation(error.description)
+        }
+    }
+
+    /// The daemon's status.
+    public func status() async throws -> DaemonStatus {
+        try await request(StatusRequest(), expecting: DaemonStatus.self)
+    }
+
+    /// The daemon's effective configuration.
+    public func config() async throws -> ConfigReport {
+        try await request(ConfigRequest(), expecting: ConfigReport.self)
+    }
+
+    /// Closes the connection.
+    public func close() {
+        closed = true
+        reader?.cancel()
+        channel.close()
+    }
+}

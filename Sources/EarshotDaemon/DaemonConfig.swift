@@ -1,0 +1,136 @@
+import EarshotWire
+import Foundation
+
+/// The effective configuration: registry defaults, then the config file, its drop-ins
+/// (`<file>.d/*.conf` in lexical order), then command-line overrides.
+public struct DaemonConfig: Sendable {
+    struct Setting: Sendable {
+        var value: String
+        var source: String
+    }
+
+    private var settings: [String: Setting] = [:]
+    /// Problems found while loading, each with file:line; the affected key keeps its previous value.
+    public private(set) var warnings: [String] = []
+    /// Files read, in order.
+    public private(set) var files: [String] = []
+
+    public init() {}
+
+    /// Loads `path` and its drop-in directory. A missing main file is not an error.
+    public static func load(path: String?) -> DaemonConfig {
+        var config = DaemonConfig()
+        guard let path else { return config }
+        config.read(file: path, required: false)
+        let dropInDir = path + ".d"
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: dropInDir) {
+            for name in names.sorted() where name.hasSuffix(".conf") {
+                config.read(file: (dropInDir as NSString).appendingPathComponent(name), required: true)
+            }
+        }
+        return config
+    }
+
+    /// Parses INI text (`[Section]`, `Key=Value`, `#`/`;` comments, trailing `\` continues a line).
+    public mutating func parse(_ text: String, source: String) {
+        var section: String?
+        var pending = ""
+        var pendingLine = 0
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = rawLine.trimmingCharacters(in: .whitespaces)
+            if pending.isEmpty { pendingLine = index + 1 }
+            if line.hasSuffix("\\") {
+                line.removeLast()
+                pending += line + " "
+                continue
+            }
+            line = (pending + line).trimmingCharacters(in: .whitespaces)
+            pending = ""
+            let location = "\(source):\(pendingLine)"
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]") else {
+                    warnings.append("\(location): malformed section header '\(line)'")
+                    section = nil
+                    continue
+                }
+                let name = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces)
+                if ConfigRegistry.keys.contains(where: { $0.section == name }) {
+                    section = name
+                } else {
+                    warnings.append("\(location): unknown section [\(name)], its keys are ignored")
+                    section = "?"
+                }
+                continue
+            }
+            guard let eq = line.firstIndex(of: "=") else {
+                warnings.append("\(location): expected Key=Value, got '\(line)'")
+                continue
+            }
+            let name = line[..<eq].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            guard let section else {
+                warnings.append("\(location): '\(name)' is outside any [Section]")
+                continue
+            }
+            if section == "?" { continue }
+            set("\(section).\(name)", value, source: location)
+        }
+    }
+
+    /// Sets a key as the given source would (validating it); returns the warning, if any.
+    @discardableResult
+    public mutating func set(_ id: String, _ value: String, source: String) -> String? {
+        guard let key = ConfigRegistry.key(id) else {
+            return warn("\(source): unknown key \(id)")
+        }
+        if let problem = key.validate(value) {
+            return warn("\(source): \(key.id)=\(value): \(problem); keeping \(self[key.id])")
+        }
+        settings[key.id] = Setting(value: value, source: source)
+        return nil
+    }
+
+    private mutating func warn(_ message: String) -> String {
+        warnings.append(message)
+        return message
+    }
+
+    private mutating func read(file: String, required: Bool) {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            if required || FileManager.default.fileExists(atPath: file) { warnings.append("\(file): cannot be read") }
+            return
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            warnings.append("\(file): not valid UTF-8, ignored")
+            return
+        }
+        files.append(file)
+        parse(text, source: file)
+    }
+
+    /// The effective value of a single-valued key.
+    public subscript(id: String) -> String {
+        guard let key = ConfigRegistry.key(id) else { preconditionFailure("unregistered config key \(id)") }
+        return settings[key.id]?.value ?? key.defaultValue
+    }
+
+    /// Integer value of a validated integer key.
+    public func int(_ id: String) -> Int { Int(self[id])! }
+
+    /// Seconds value of a validated duration key.
+    public func seconds(_ id: String) -> Double { Double(self[id])! }
+
+    /// Every registered key with its default, effective values and where they came from.
+    public var entries: [ConfigEntry] {
+        ConfigRegistry.keys.map { key in
+            let setting = settings[key.id]
+            return ConfigEntry(key: key.id, defaultValue: key.defaultValue, value: setting?.value ?? key.defaultValue, source: setting?.source ?? "default", doc: key.doc)
+        }
+    }
+
+    /// The frame limits clients get.
+    public var frameLimits: FrameLimits {
+        FrameLimits(maxHeaderBytes: int("Limits.MaxHeaderBytes"), maxDataBytes: int("Limits.MaxDataBytes"), maxPayloadBytes: int("Limits.MaxPayloadBytes"))
+    }
+}

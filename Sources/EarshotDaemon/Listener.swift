@@ -1,0 +1,139 @@
+import Dispatch
+import EarshotSystem
+import Foundation
+
+/// Why the daemon could not start listening.
+public enum ListenerError: Error, CustomStringConvertible {
+    case anotherDaemonAnswers(String)
+    case pathOccupied(String)
+    case badActivatedSocket(Int32)
+    case system(SystemError)
+
+    public var description: String {
+        switch self {
+        case .anotherDaemonAnswers(let path): "another earshotd already answers on \(path)"
+        case .pathOccupied(let path): "\(path) exists and is not a socket; refusing to replace it"
+        case .badActivatedSocket(let fd): "socket-activated fd \(fd) is not a listening Unix stream socket"
+        case .system(let error): "\(error)"
+        }
+    }
+}
+
+/// A connection the listener accepted, with the peer identity resolved off the cooperative pool.
+struct AcceptedConnection: Sendable {
+    var fd: Int32
+    var peer: PeerCredentials
+    var admin: Bool
+}
+
+/// The listening socket: our own (created, stale one replaced, removed at stop) or one passed by
+/// systemd socket activation. Accepting runs on a Dispatch source.
+final class Listener: @unchecked Sendable {
+    let fd: Int32
+    /// The socket path, when known.
+    let path: String?
+    let activated: Bool
+    private let ownsPath: Bool
+    private let queue = DispatchQueue(label: "earshot.listener")
+    private var source: DispatchSourceRead?
+    private var backingOff = false
+
+    private init(fd: Int32, path: String?, activated: Bool, ownsPath: Bool) {
+        self.fd = fd
+        self.path = path
+        self.activated = activated
+        self.ownsPath = ownsPath
+    }
+
+    /// Takes the socket-activated fd if there is one, else binds `path` with `mode`.
+    static func open(path: String, mode: mode_t, userMode: Bool, manager: ServiceManager) throws(ListenerError) -> Listener {
+        if let fd = manager.activatedSockets().first {
+            guard manager.isListeningUnixStream(fd) else { throw .badActivatedSocket(fd) }
+            do { try UnixSocket.prepareInherited(fd) } catch { throw .system(error) }
+            return Listener(fd: fd, path: UnixSocket.boundPath(fd), activated: true, ownsPath: false)
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: userMode ? 0o700 : 0o755])
+        } catch {
+            throw .system(SystemError("mkdir(\(directory))", errno: (error as NSError).code == NSFileWriteNoPermissionError ? EACCES : EIO))
+        }
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFSOCK else { throw .pathOccupied(path) }
+            do {
+                let probe = try UnixSocket.connect(path: path)
+                close(probe)
+                throw ListenerError.anotherDaemonAnswers(path)
+            } catch let error as ListenerError {
+                throw error
+            } catch {
+                // Nobody answers: a stale socket from a daemon that died.
+                unlink(path)
+            }
+        }
+        do {
+            let fd = try UnixSocket.listen(path: path, mode: mode)
+            return Listener(fd: fd, path: path, activated: false, ownsPath: true)
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    /// Accepted connections until ``stop()``. `authorize` runs on the listener's queue.
+    func connections(authorize: @escaping @Sendable (PeerCredentials) -> Bool, onError: @escaping @Sendable (SystemError) -> Void) -> AsyncStream<AcceptedConnection> {
+        let (stream, continuation) = AsyncStream.makeStream(of: AcceptedConnection.self)
+        queue.sync {
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [fd] in
+                while true {
+                    do throws(SystemError) {
+                        guard let client = try UnixSocket.accept(fd) else { return }
+                        do throws(SystemError) {
+                            let peer = try PeerCredentials.of(socket: client)
+                            continuation.yield(AcceptedConnection(fd: client, peer: peer, admin: authorize(peer)))
+                        } catch {
+                            close(client)
+                            onError(error)
+                        }
+                    } catch {
+                        // Out of fds or similar: back off instead of spinning on a readable socket.
+                        onError(error)
+                        self.backOff()
+                        return
+                    }
+                }
+            }
+            source.setCancelHandler { [fd, ownsPath, path] in
+                close(fd)
+                if ownsPath, let path { unlink(path) }
+                continuation.finish()
+            }
+            self.source = source
+            source.resume()
+        }
+        return stream
+    }
+
+    private func backOff() {
+        guard let source, !backingOff else { return }
+        backingOff = true
+        source.suspend()
+        queue.asyncAfter(deadline: .now() + 0.1) { [self] in resumeAfterBackOff() }
+    }
+
+    private func resumeAfterBackOff() {
+        guard backingOff else { return }
+        backingOff = false
+        source?.resume()
+    }
+
+    /// Stops accepting, closes the socket and removes the path we created.
+    func stop() {
+        queue.sync {
+            if backingOff { resumeAfterBackOff() }
+            source?.cancel()
+            source = nil
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import Foundation
+
+/// The package's built executables, found beside the running test binary.
+public enum BuiltProducts {
+    /// The build products directory (e.g. `.build/debug`).
+    public static var directory: String {
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = (me as NSString).deletingLastPathComponent
+        // The test runner may live inside `EarshotPackageTests.xctest/…`.
+        while !dir.isEmpty, dir != "/", !FileManager.default.isExecutableFile(atPath: dir + "/earshotd") {
+            dir = (dir as NSString).deletingLastPathComponent
+        }
+        return dir
+    }
+
+    /// The path of executable `name` (`earshotd`, `earshotctl`, `earshot`).
+    public static func path(_ name: String) -> String { directory + "/" + name }
+
+    /// The package root (where Package.swift is).
+    public static var packageRoot: String {
+        var dir = directory
+        while dir != "/", !FileManager.default.fileExists(atPath: dir + "/Package.swift") {
+            dir = (dir as NSString).deletingLastPathComponent
+        }
+        return dir
+    }
+}

@@ -1,0 +1,52 @@
+import EarshotSystem
+import Foundation
+
+/// The real `earshotd` binary on a temp socket, state and cache dir, with an optional config.
+public final class TestDaemon: Sendable {
+    public let directory: TempDirectory
+    public let socket: String
+    public let child: ChildProcess
+
+    /// Starts the daemon (user mode, private dirs) and waits until its socket answers.
+    public init(config: String = "", arguments: [String] = [], environment: [String: String?] = [:]) async throws {
+        directory = try TempDirectory("esd")
+        socket = directory.file("run/earshot.sock")
+        let configFile = try directory.write("earshotd.conf", config)
+        var env = environment
+        for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM"] where env[key] == nil {
+            env[key] = .some(nil)
+        }
+        child = try ChildProcess(BuiltProducts.path("earshotd"),
+                                 ["--user", "--socket", socket, "--state-dir", directory.file("state"), "--cache-dir", directory.file("cache"), "--config", configFile] + arguments,
+                                 environment: env, in: directory)
+        try await TestDaemon.waitForSocket(socket, process: child)
+    }
+
+    /// Waits until something accepts connections at `path`.
+    public static func waitForSocket(_ path: String, process: ChildProcess? = nil, timeout: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let fd = try? UnixSocket.connect(path: path) {
+                close(fd)
+                return
+            }
+            if let process, !process.process.isRunning {
+                throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "earshotd exited with \(process.process.terminationStatus): \(process.stderr)"])
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "nothing listens on \(path) after \(timeout)"])
+    }
+
+    /// SIGTERM, then the exit status.
+    public func terminate() async -> Int32? {
+        child.signal(SIGTERM)
+        return await child.wait()
+    }
+
+    /// Kills the daemon if needed and removes its directory.
+    public func cleanUp() async {
+        await child.stop()
+        directory.remove()
+    }
+}

@@ -1,0 +1,130 @@
+@testable import EarshotDaemon
+import EarshotWire
+import Foundation
+import Testing
+import TestSupport
+
+@Suite struct DaemonConfigTests {
+    @Test func defaultsComeFromTheRegistry() {
+        let config = DaemonConfig()
+        #expect(config["Daemon.SocketMode"] == "0666")
+        #expect(config.int("Limits.MaxConnections") == 256)
+        #expect(config.frameLimits == FrameLimits.default)
+        #expect(config.entries.count == ConfigRegistry.keys.count)
+        #expect(config.entries.allSatisfy { $0.source == "default" })
+    }
+
+    @Test func parsesSectionsCommentsContinuationsAndWhitespace() {
+        var config = DaemonConfig()
+        config.parse("""
+            # comment
+            ; another comment
+            [Daemon]
+              LogLevel = debug
+            AdminGroup=wheel\\
+            s
+            [Limits]
+            MaxConnections=12
+            """, source: "a.conf")
+        #expect(config.warnings.isEmpty)
+        #expect(config["Daemon.LogLevel"] == "debug")
+        #expect(config["Daemon.AdminGroup"] == "wheel s")
+        #expect(config.int("Limits.MaxConnections") == 12)
+        #expect(config.entries.first { $0.key == "Limits.MaxConnections" }?.source == "a.conf:8")
+    }
+
+    @Test func badKeysAndValuesWarnWithFileAndLineAndKeepThePreviousValue() {
+        var config = DaemonConfig()
+        config.parse("""
+            [Limits]
+            MaxConnections=10
+            MaxConnections=lots
+            Frobnicate=1
+            [Nope]
+            Key=1
+            no equals sign here
+            [Daemon
+            """, source: "b.conf")
+        #expect(config.int("Limits.MaxConnections") == 10)
+        #expect(config.warnings.contains { $0.hasPrefix("b.conf:3: Limits.MaxConnections=lots") && $0.contains("keeping 10") })
+        #expect(config.warnings.contains { $0 == "b.conf:4: unknown key Limits.Frobnicate" })
+        #expect(config.warnings.contains { $0.hasPrefix("b.conf:5: unknown section [Nope]") })
+        #expect(!config.warnings.contains { $0.hasPrefix("b.conf:6") }) // keys of an unknown section: one warning
+        #expect(config.warnings.contains { $0.hasPrefix("b.conf:7: expected Key=Value") })
+        #expect(config.warnings.contains { $0.hasPrefix("b.conf:8: malformed section header") })
+    }
+
+    @Test func keyOutsideASectionWarns() {
+        var config = DaemonConfig()
+        config.parse("LogLevel=debug\n", source: "c.conf")
+        #expect(config["Daemon.LogLevel"] == "info")
+        #expect(config.warnings == ["c.conf:1: 'LogLevel' is outside any [Section]"])
+    }
+
+    @Test func dropInsAreReadInLexicalOrderAfterTheMainFile() throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let main = try dir.write("earshotd.conf", "[Limits]\nMaxConnections=5\n[Daemon]\nLogLevel=error\n")
+        try dir.write("earshotd.conf.d/20-late.conf", "[Limits]\nMaxConnections=7\n")
+        try dir.write("earshotd.conf.d/10-early.conf", "[Limits]\nMaxConnections=6\n[Daemon]\nLogLevel=notice\n")
+        try dir.write("earshotd.conf.d/99-ignored.txt", "[Limits]\nMaxConnections=99\n")
+        let config = DaemonConfig.load(path: main)
+        #expect(config.int("Limits.MaxConnections") == 7)
+        #expect(config["Daemon.LogLevel"] == "notice")
+        #expect(config.files.map { ($0 as NSString).lastPathComponent } == ["earshotd.conf", "10-early.conf", "20-late.conf"])
+        #expect(config.warnings.isEmpty)
+    }
+
+    @Test func missingMainFileIsNotAnError() {
+        let config = DaemonConfig.load(path: "/nonexistent/earshotd.conf")
+        #expect(config.warnings.isEmpty)
+        #expect(config.files.isEmpty)
+    }
+
+    @Test func shippedConfigListsEveryKeyCommentedOutAtItsDefault() throws {
+        let text = try String(contentsOfFile: BuiltProducts.packageRoot + "/Config/earshotd.conf", encoding: .utf8)
+        var section = ""
+        var listed: [String: String] = [:]
+        for line in text.split(separator: "\n").map(String.init) {
+            if line.hasPrefix("[") { section = String(line.dropFirst().dropLast()) }
+            if line.hasPrefix("#"), let eq = line.firstIndex(of: "="), !line.contains(" ") {
+                listed["\(section).\(line.dropFirst()[..<eq])"] = String(line[line.index(after: eq)...])
+            }
+        }
+        #expect(listed.count == ConfigRegistry.keys.count)
+        for key in ConfigRegistry.keys {
+            #expect(listed[key.id] == key.defaultValue, "\(key.id) in Config/earshotd.conf")
+        }
+        // Every listed default passes its key's own validation.
+        var config = DaemonConfig()
+        for (id, value) in listed where !value.isEmpty {
+            #expect(config.set(id, value, source: "shipped") == nil)
+        }
+    }
+
+    @Test func pathsFollowFlagsThenConfigThenSystemdThenXDG() {
+        let env = ["HOME": "/home/u", "XDG_RUNTIME_DIR": "/run/user/1000", "STATE_DIRECTORY": "/var/lib/earshot:/other", "XDG_STATE_HOME": "/xdg/state"]
+        var config = DaemonConfig()
+        let system = DaemonPaths.resolve(mode: .system, socketFlag: nil, stateFlag: nil, cacheFlag: nil, config: config, environment: env)
+        #expect(system.socket == "/run/earshot/earshot.sock")
+        #expect(system.stateDirectory == "/var/lib/earshot")
+        #expect(system.cacheDirectory == "/var/cache/earshot")
+        let user = DaemonPaths.resolve(mode: .user, socketFlag: nil, stateFlag: nil, cacheFlag: nil, config: config, environment: env)
+        #expect(user.socket == "/run/user/1000/earshot/earshot.sock")
+        #expect(user.stateDirectory == "/xdg/state/earshot")
+        #expect(user.cacheDirectory == "/home/u/.cache/earshot")
+        config.set("Daemon.CacheDirectory", "/srv/cache", source: "test")
+        let configured = DaemonPaths.resolve(mode: .user, socketFlag: "/tmp/s.sock", stateFlag: "/tmp/state", cacheFlag: nil, config: config, environment: env)
+        #expect(configured.socket == "/tmp/s.sock")
+        #expect(configured.stateDirectory == "/tmp/state")
+        #expect(configured.cacheDirectory == "/srv/cache")
+    }
+
+    @Test func appIDValidation() {
+        #expect(DaemonHarness.isValidAppID("com.example.Notes-2_b"))
+        #expect(!DaemonHarness.isValidAppID(""))
+        #expect(!DaemonHarness.isValidAppID("has space"))
+        #expect(!DaemonHarness.isValidAppID("../etc"  + "/passwd"))
+        #expect(!DaemonHarness.isValidAppID(String(repeating: "a", count: 256)))
+    }
+}

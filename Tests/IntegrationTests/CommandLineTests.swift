@@ -1,0 +1,83 @@
+import EarshotWire
+import Foundation
+import Testing
+import TestSupport
+
+/// `earshotctl` and `earshot` as a user runs them.
+@Suite struct CommandLineTests {
+    @Test func earshotctlStatusAsTextAndJSON() async throws {
+        let daemon = try await TestDaemon()
+        defer { Task { await daemon.cleanUp() } }
+        let text = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "status"], in: daemon.directory)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("earshotd \(EarshotVersion.string)"))
+        #expect(text.stdout.contains("socket:       \(daemon.socket)"))
+        let json = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["status", "--json"], environment: ["EARSHOT_SOCKET": daemon.socket], in: daemon.directory)
+        #expect(json.status == 0, "\(json.stderr)")
+        let status = try JSONDecoder().decode(DaemonStatus.self, from: Data(json.stdout.utf8))
+        #expect(status.pid == daemon.child.pid)
+        #expect(status.mode == "user")
+        #expect(status.connections >= 1)
+        #expect(status.limits.maxConnections == 256)
+    }
+
+    @Test func earshotctlConfigShowsEveryKeyWithItsSource() async throws {
+        let daemon = try await TestDaemon(config: "[Limits]\nMaxConnections=42\nBogus=1\n")
+        defer { Task { await daemon.cleanUp() } }
+        let json = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "config", "--json"], in: daemon.directory)
+        #expect(json.status == 0, "\(json.stderr)")
+        let report = try JSONDecoder().decode(ConfigReport.self, from: Data(json.stdout.utf8))
+        let entry = try #require(report.entries.first { $0.key == "Limits.MaxConnections" })
+        #expect(entry.value == "42")
+        #expect(entry.defaultValue == "256")
+        #expect(entry.source.hasSuffix("earshotd.conf:2"))
+        #expect(report.warnings.contains { $0.hasSuffix("earshotd.conf:3: unknown key Limits.Bogus") })
+        let text = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "config"], in: daemon.directory)
+        #expect(text.stdout.contains("Limits.MaxConnections"))
+        #expect(text.stderr.contains("unknown key Limits.Bogus"))
+    }
+
+    @Test func earshotctlSaysClearlyWhenNoDaemonAnswers() async throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let result = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", dir.file("nobody.sock"), "status"], in: dir)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no Earshot daemon answers"))
+        #expect(result.stderr.contains("nobody.sock"))
+    }
+
+    @Test func earshotctlRejectsUnknownCommandsAndOptions() async throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let option = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["status", "--frobnicate"], in: dir)
+        #expect(option.status == 1)
+        #expect(option.stderr.contains("unknown option --frobnicate"))
+        let daemon = try await TestDaemon()
+        defer { Task { await daemon.cleanUp() } }
+        let command = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "explode"], in: dir)
+        #expect(command.status == 1)
+        #expect(command.stderr.contains("unknown command 'explode'"))
+    }
+
+    @Test func earshotStartsAUserDaemonOnDemand() async throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let env: [String: String?] = ["XDG_RUNTIME_DIR": dir.file("run"), "XDG_STATE_HOME": dir.file("state"), "XDG_CACHE_HOME": dir.file("cache"),
+                                      "XDG_CONFIG_HOME": dir.file("config"), "EARSHOT_SOCKET": nil]
+        try FileManager.default.createDirectory(atPath: dir.file("run"), withIntermediateDirectories: true)
+        // Skip the system socket: only the user daemon may answer here.
+        let first = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", dir.file("run/earshot/earshot.sock"), "status", "--json"], environment: env, in: dir)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("starting earshotd --user"))
+        let status = try JSONDecoder().decode(DaemonStatus.self, from: Data(first.stdout.utf8))
+        defer { kill(status.pid, SIGTERM) }
+        #expect(status.mode == "user")
+        #expect(status.socketPath == dir.file("run/earshot/earshot.sock"))
+        #expect(FileManager.default.fileExists(atPath: dir.file("state/earshot")))
+        // The second call finds the running daemon and starts nothing.
+        let second = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", dir.file("run/earshot/earshot.sock"), "status"], environment: env, in: dir)
+        #expect(second.status == 0)
+        #expect(!second.stderr.contains("starting"))
+        #expect(second.stdout.contains("pid \(status.pid)"))
+    }
+}

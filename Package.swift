@@ -47,8 +47,11 @@ let package = Package(
         .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine"]),
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine"]),
 
+        .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
+
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
+        .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "TestSupport"]),
     ]

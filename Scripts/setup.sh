@@ -67,6 +67,9 @@ $SUDO install -m 0644 "$pc" "$SHERPA_PREFIX/lib/pkgconfig/sherpa-onnx.pc"
 rm -f "$pc"
 $SUDO ldconfig
 
+# The embedded default catalog (signed here, trusted by the local daemon) and its model archives.
+$SUDO env PYTHON="$PY" Scripts/make-embedded-catalog.sh
+
 if [ "${1:-}" != "--no-build" ]; then
   swift build
 fi

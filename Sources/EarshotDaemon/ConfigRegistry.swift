@@ -6,16 +6,20 @@ public struct ConfigKey: Sendable {
     public let name: String
     public let defaultValue: String
     public let doc: String
+    /// Repeatable keys collect every assignment; an empty assignment clears the list (systemd style).
+    /// Their default is a space-separated list.
+    public let repeatable: Bool
     let validate: @Sendable (String) -> String?
 
     /// `Section.Name`.
     public var id: String { "\(section).\(name)" }
 
-    init(_ section: String, _ name: String, _ defaultValue: String, doc: String, validate: @escaping @Sendable (String) -> String? = { _ in nil }) {
+    init(_ section: String, _ name: String, _ defaultValue: String, repeatable: Bool = false, doc: String, validate: @escaping @Sendable (String) -> String? = { _ in nil }) {
         self.section = section
         self.name = name
         self.defaultValue = defaultValue
         self.doc = doc
+        self.repeatable = repeatable
         self.validate = validate
     }
 }
@@ -45,6 +49,20 @@ enum ConfigValidation {
         { value in choices.contains(value) ? nil : "expected one of \(choices.joined(separator: ", "))" }
     }
 
+    static let url: @Sendable (String) -> String? = { value in
+        ["http://", "https://", "file://"].contains { value.hasPrefix($0) } ? nil : "expected an http://, https:// or file:// URL"
+    }
+
+    static let absolutePath: @Sendable (String) -> String? = { value in
+        value.hasPrefix("/") ? nil : "expected an absolute path"
+    }
+
+    static let appQuota: @Sendable (String) -> String? = { value in
+        let parts = value.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2, !parts[0].isEmpty, let n = Int(parts[1]), n >= 0 else { return "expected APP_ID=N" }
+        return nil
+    }
+
     static let absolutePathOrEmpty: @Sendable (String) -> String? = { value in
         value.isEmpty || value.hasPrefix("/") ? nil : "expected an absolute path"
     }
@@ -66,7 +84,66 @@ public enum ConfigRegistry {
         ConfigKey("Limits", "MaxDataBytes", "\(FrameLimits.default.maxDataBytes)", doc: "Largest frame data block a client may send.", validate: ConfigValidation.integer(in: 1024...(1 << 28))),
         ConfigKey("Limits", "MaxPayloadBytes", "\(FrameLimits.default.maxPayloadBytes)", doc: "Largest frame payload (audio chunk) a client may send.", validate: ConfigValidation.integer(in: 1024...(1 << 30))),
         ConfigKey("Limits", "OutputStallTimeoutSec", "30", doc: "A client that reads none of its pending output for this long is disconnected.", validate: ConfigValidation.seconds(in: 1...3600)),
+        ConfigKey("Catalog", "URL", EmbeddedDefaults.catalogURL, repeatable: true, doc: "Signed catalog sources (the signature is at URL.minisig), merged in order. Repeat the key for several; an empty assignment clears the list.", validate: ConfigValidation.url),
+        ConfigKey("Catalog", "KeysDirectory", "\(EmbeddedDefaults.keysDirectory) /etc/earshot/keys.d", repeatable: true, doc: "Directories of trusted minisign public keys (*.pub). Repeatable.", validate: ConfigValidation.absolutePath),
+        ConfigKey("Assets", "MaxReservedLocales", "3", doc: "Most locales one app (uid and app id) may reserve; installs that would exceed it fail with quotaExceeded.", validate: ConfigValidation.integer(in: 0...1000)),
+        ConfigKey("Assets", "AppQuota", "", repeatable: true, doc: "Per-app override of MaxReservedLocales, as APP_ID=N. Repeatable.", validate: ConfigValidation.appQuota),
+        ConfigKey("Assets", "ReservationExpirySec", "7776000", doc: "A reservation unused this long (90 days) expires.", validate: ConfigValidation.seconds(in: 60...(3650 * 86400))),
+        ConfigKey("Assets", "GCGracePeriodSec", "86400", doc: "How long an asset no reservation needs is kept before garbage collection removes it.", validate: ConfigValidation.seconds(in: 0...(3650 * 86400))),
+        ConfigKey("Assets", "MaxStoreSize", "0", doc: "Budget for installed assets in bytes; above it the least recently used unneeded assets are removed. 0: no budget.", validate: ConfigValidation.integer(in: 0...Int.max)),
+        ConfigKey("Assets", "GCIntervalSec", "3600", doc: "Seconds between automatic garbage collection runs.", validate: ConfigValidation.seconds(in: 1...(30 * 86400))),
+        ConfigKey("Assets", "UpdateBandwidthLimit", "0", doc: "Bytes per second for unattended update downloads. 0: unlimited.", validate: ConfigValidation.integer(in: 0...Int.max)),
+        ConfigKey("Download", "ConnectTimeoutSec", "15", doc: "Connection timeout per attempt.", validate: ConfigValidation.seconds(in: 1...600)),
+        ConfigKey("Download", "LowSpeedLimit", "1024", doc: "A transfer slower than this many bytes per second for LowSpeedTimeSec is treated as stalled and retried.", validate: ConfigValidation.integer(in: 1...Int.max)),
+        ConfigKey("Download", "LowSpeedTimeSec", "30", doc: "See LowSpeedLimit.", validate: ConfigValidation.seconds(in: 1...3600)),
+        ConfigKey("Download", "MaxAttemptsPerMirror", "3", doc: "Attempts per mirror (with exponential backoff) before failing over to the next.", validate: ConfigValidation.integer(in: 1...20)),
+        ConfigKey("Download", "CAFile", "", doc: "Extra CA bundle for HTTPS sources (PEM). Empty: the system's.", validate: ConfigValidation.absolutePathOrEmpty),
     ]
+
+    /// The shipped `Config/earshotd.conf`: every key commented out at its default, with its doc.
+    /// (`earshotd --config-template` prints it; a test keeps the shipped file identical.)
+    public static var template: String {
+        var lines = [
+            "# earshotd configuration (systemd-style INI).",
+            "#",
+            "# System daemon: /etc/earshot/earshotd.conf; user daemon (earshotd --user):",
+            "# $XDG_CONFIG_HOME/earshot/earshotd.conf. Drop-ins: earshotd.conf.d/*.conf next to this file,",
+            "# read in lexical order after it; later assignments win, repeatable keys accumulate and an",
+            "# empty assignment clears them. `earshotctl config` shows every key with its default, effective",
+            "# value and the file:line it came from. An unknown key or a bad value is logged with its",
+            "# file:line and the previous value is kept.",
+            "#",
+            "# Every key is listed here, commented out, at its default. Generated by",
+            "# `earshotd --config-template` from the daemon's key registry.",
+        ]
+        var section = ""
+        for key in keys {
+            if key.section != section {
+                section = key.section
+                lines += ["", "[\(section)]"]
+            } else {
+                lines.append("")
+            }
+            lines += wrap(key.doc, width: 98).map { "# " + $0 }
+            let defaults = key.repeatable ? key.defaultValue.split(separator: " ").map(String.init) : [key.defaultValue]
+            lines += (defaults.isEmpty ? [""] : defaults).map { "#\(key.name)=\($0)" }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
+    }
 
     /// The key `Section.Name`, if registered.
     public static func key(_ id: String) -> ConfigKey? {

@@ -7,7 +7,8 @@ actor ConnectionRegistry {
         var channel: FrameChannel
         var peer: PeerCredentials
         var appID: String?
-        var busy = false
+        /// Requests being served.
+        var inFlight = 0
     }
 
     private var entries: [Int: Entry] = [:]
@@ -35,16 +36,25 @@ actor ConnectionRegistry {
         entries[id]?.appID = appID
     }
 
-    /// Marks a connection as working on a request; returns false when it should stop (shutdown).
-    func setBusy(_ id: Int, _ busy: Bool) -> Bool {
-        entries[id]?.busy = busy
-        return !shuttingDown
+    /// Counts a request as in flight; false when the daemon is shutting down (take no more).
+    func beginRequest(_ id: Int) -> Bool {
+        guard !shuttingDown else { return false }
+        entries[id]?.inFlight += 1
+        return true
     }
 
-    /// Stops taking requests: idle connections are closed now, busy ones after their request.
+    /// A request finished; during shutdown an idle connection is then closed.
+    func endRequest(_ id: Int) {
+        guard var entry = entries[id] else { return }
+        entry.inFlight -= 1
+        entries[id] = entry
+        if shuttingDown, entry.inFlight == 0 { entry.channel.closeAfterFlush() }
+    }
+
+    /// Stops taking requests: idle connections are closed now, busy ones after their requests.
     func beginShutdown() {
         shuttingDown = true
-        for entry in entries.values where !entry.busy { entry.channel.closeAfterFlush() }
+        for entry in entries.values where entry.inFlight == 0 { entry.channel.closeAfterFlush() }
     }
 
     /// Closes every connection now (shutdown deadline passed).

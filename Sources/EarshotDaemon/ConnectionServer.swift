@@ -33,12 +33,25 @@ struct ConnectionServer: Sendable {
         let fields = ["connection": "\(id)", "peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"]
         logger.debug("connection opened", fields)
         var context = RequestContext(connectionID: id, peer: connection.peer, admin: connection.admin)
+        let progress: @Sendable (Frame) -> Void = { channel.post($0) }
         do {
-            for try await frame in channel.frames {
-                guard await registry.setBusy(id, true) else { break }
-                let reply = await harness.handle(frame, context: &context)
-                try await channel.send(reply)
-                guard await registry.setBusy(id, false) else { break }
+            try await withThrowingDiscardingTaskGroup { group in
+                for try await frame in channel.frames {
+                    guard await registry.beginRequest(id) else { break }
+                    if DaemonHarness.isLongRunning(frame.type) {
+                        // Downloads may take minutes: serve them beside the connection's other requests.
+                        var snapshot = context
+                        group.addTask {
+                            let reply = await harness.handle(frame, context: &snapshot, progress: progress)
+                            try? await channel.send(reply)
+                            await registry.endRequest(id)
+                        }
+                    } else {
+                        let reply = await harness.handle(frame, context: &context, progress: progress)
+                        try await channel.send(reply)
+                        await registry.endRequest(id)
+                    }
+                }
             }
             channel.closeAfterFlush()
         } catch let error as FrameError {

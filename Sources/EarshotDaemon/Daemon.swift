@@ -13,6 +13,10 @@ public struct DaemonOptions: Sendable {
     public var cacheDirectory: String?
     public var configFile: String?
     public var userMode = false
+    /// `--catalog` URLs, replacing `[Catalog] URL=` when given.
+    public var catalogURLs: [String] = []
+    /// `--keys-dir` directories, replacing `[Catalog] KeysDirectory=` when given.
+    public var keyDirectories: [String] = []
     public init() {}
 }
 
@@ -35,7 +39,9 @@ public struct Daemon: Sendable {
     public func run() async -> Int32 {
         let mode: DaemonPaths.Mode = options.userMode ? .user : .system
         let configFile = options.configFile ?? DaemonPaths.defaultConfigFile(mode: mode, environment: environment)
-        let config = DaemonConfig.load(path: configFile)
+        var config = DaemonConfig.load(path: configFile)
+        if !options.catalogURLs.isEmpty { config.override("Catalog.URL", values: options.catalogURLs, source: "command line") }
+        if !options.keyDirectories.isEmpty { config.override("Catalog.KeysDirectory", values: options.keyDirectories, source: "command line") }
         let logger = Logger(minimum: LogLevel(rawValue: config["Daemon.LogLevel"]) ?? .info, environment: environment)
         defer { logger.flush() }
         for warning in config.warnings { logger.warning("config: \(warning)") }
@@ -49,6 +55,15 @@ public struct Daemon: Sendable {
                 logger.error("cannot create \(directory): \(error.localizedDescription)")
                 return 1
             }
+        }
+
+        let assets: AssetService
+        do {
+            assets = try AssetService(settings: assetSettings(config, paths), log: { logger.info("assets: \($0)") })
+            try await assets.start()
+        } catch {
+            logger.error("cannot open the asset store in \(paths.stateDirectory): \(error)")
+            return 1
         }
 
         signal(SIGPIPE, SIG_IGN)
@@ -66,7 +81,7 @@ public struct Daemon: Sendable {
         let registry = ConnectionRegistry()
         let facts = DaemonFacts(config: config, paths: paths, socketPath: listener.path, socketActivated: listener.activated,
                                 started: .now, limits: limits)
-        let server = ConnectionServer(harness: DaemonHarness(facts: facts, registry: registry), registry: registry, logger: logger,
+        let server = ConnectionServer(harness: DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets)), registry: registry, logger: logger,
                                       channelOptions: FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec")),
                                       maxConnections: limits.maxConnections)
         let adminGroup = config["Daemon.AdminGroup"]
@@ -85,6 +100,10 @@ public struct Daemon: Sendable {
             group.addTask {
                 await server.serve(accepted)
                 return .connectionsDone
+            }
+            group.addTask {
+                await assets.run()
+                return .assetsStopped
             }
             if let interval = manager.watchdogInterval {
                 group.addTask {
@@ -108,6 +127,7 @@ public struct Daemon: Sendable {
                     manager.notify("STOPPING=1\nSTATUS=Shutting down")
                     listener.stop()
                     await registry.beginShutdown()
+                    await assets.shutdown()
                     group.addTask {
                         try? await Task.sleep(for: .seconds(shutdownTimeout))
                         return .deadline
@@ -134,8 +154,35 @@ public struct Daemon: Sendable {
         return 0
     }
 
+    /// The asset inventory's settings from the config.
+    func assetSettings(_ config: DaemonConfig, _ paths: DaemonPaths) -> AssetSettings {
+        var quotas: [String: Int] = [:]
+        for entry in config.values("Assets.AppQuota") {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            quotas[String(parts[0])] = Int(parts[1])
+        }
+        var download = DownloadOptions()
+        download.connectTimeout = .seconds(config.seconds("Download.ConnectTimeoutSec"))
+        download.lowSpeedLimit = config.int("Download.LowSpeedLimit")
+        download.lowSpeedTime = .seconds(config.seconds("Download.LowSpeedTimeSec"))
+        download.maxAttemptsPerMirror = config.int("Download.MaxAttemptsPerMirror")
+        download.caFile = config["Download.CAFile"].isEmpty ? nil : config["Download.CAFile"]
+        var settings = AssetSettings(
+            stateDirectory: paths.stateDirectory, cacheDirectory: paths.cacheDirectory,
+            catalogURLs: config.values("Catalog.URL"), keyDirectories: config.values("Catalog.KeysDirectory"),
+            maxReservedLocales: config.int("Assets.MaxReservedLocales"), appQuotas: quotas,
+            reservationExpiry: config.seconds("Assets.ReservationExpirySec"), gcGracePeriod: config.seconds("Assets.GCGracePeriodSec"),
+            maxStoreSize: Int64(config.int("Assets.MaxStoreSize")), gcInterval: config.seconds("Assets.GCIntervalSec"),
+            download: download, updateBandwidthLimit: config.int("Assets.UpdateBandwidthLimit") > 0 ? Int64(config.int("Assets.UpdateBandwidthLimit")) : nil)
+        if let pause = environment["EARSHOT_TEST_PAUSE"], let colon = pause.firstIndex(of: ":"),
+           let phase = InstallPhase(rawValue: String(pause[..<colon])), let seconds = Double(pause[pause.index(after: colon)...]) {
+            settings.testPause = (phase, seconds)
+        }
+        return settings
+    }
+
     enum Phase: Sendable {
-        case connectionsDone, watchdogStopped, deadline
+        case connectionsDone, assetsStopped, watchdogStopped, deadline
         case signal(Int32)
     }
 }

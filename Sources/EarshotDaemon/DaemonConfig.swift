@@ -5,7 +5,7 @@ import Foundation
 /// (`<file>.d/*.conf` in lexical order), then command-line overrides.
 public struct DaemonConfig: Sendable {
     struct Setting: Sendable {
-        var value: String
+        var values: [String]
         var source: String
     }
 
@@ -84,10 +84,21 @@ public struct DaemonConfig: Sendable {
         guard let key = ConfigRegistry.key(id) else {
             return warn("\(source): unknown key \(id)")
         }
+        if key.repeatable {
+            if value.isEmpty {
+                settings[key.id] = Setting(values: [], source: source)
+                return nil
+            }
+            if let problem = key.validate(value) { return warn("\(source): \(key.id)=\(value): \(problem); ignored") }
+            var current = settings[key.id]?.values ?? []
+            current.append(value)
+            settings[key.id] = Setting(values: current, source: source)
+            return nil
+        }
         if let problem = key.validate(value) {
             return warn("\(source): \(key.id)=\(value): \(problem); keeping \(self[key.id])")
         }
-        settings[key.id] = Setting(value: value, source: source)
+        settings[key.id] = Setting(values: [value], source: source)
         return nil
     }
 
@@ -112,7 +123,21 @@ public struct DaemonConfig: Sendable {
     /// The effective value of a single-valued key.
     public subscript(id: String) -> String {
         guard let key = ConfigRegistry.key(id) else { preconditionFailure("unregistered config key \(id)") }
-        return settings[key.id]?.value ?? key.defaultValue
+        precondition(!key.repeatable, "\(id) is repeatable: use values(_:)")
+        return settings[key.id]?.values.last ?? key.defaultValue
+    }
+
+    /// All effective values of a repeatable key (its default is a space-separated list).
+    public func values(_ id: String) -> [String] {
+        guard let key = ConfigRegistry.key(id), key.repeatable else { preconditionFailure("\(id) is not a registered repeatable key") }
+        return settings[key.id]?.values ?? key.defaultValue.split(separator: " ").map(String.init)
+    }
+
+    /// Replaces a repeatable key's values (command-line overrides such as `--catalog`).
+    public mutating func override(_ id: String, values: [String], source: String) {
+        guard let key = ConfigRegistry.key(id), key.repeatable else { preconditionFailure("\(id) is not a registered repeatable key") }
+        settings[key.id] = Setting(values: [], source: source)
+        for value in values { set(key.id, value, source: source) }
     }
 
     /// Integer value of a validated integer key.
@@ -125,7 +150,8 @@ public struct DaemonConfig: Sendable {
     public var entries: [ConfigEntry] {
         ConfigRegistry.keys.map { key in
             let setting = settings[key.id]
-            return ConfigEntry(key: key.id, defaultValue: key.defaultValue, value: setting?.value ?? key.defaultValue, source: setting?.source ?? "default", doc: key.doc)
+            let value = setting.map { key.repeatable ? $0.values.joined(separator: " ") : $0.values.last ?? "" } ?? key.defaultValue
+            return ConfigEntry(key: key.id, defaultValue: key.defaultValue, value: value, source: setting?.source ?? "default", doc: key.doc)
         }
     }
 

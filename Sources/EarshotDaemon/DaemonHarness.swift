@@ -1,3 +1,4 @@
+import EarshotAssets
 import EarshotSystem
 import EarshotWire
 import Foundation
@@ -25,10 +26,15 @@ struct DaemonFacts: Sendable {
 struct DaemonHarness: Sendable {
     let facts: DaemonFacts
     let registry: ConnectionRegistry
+    let assets: AssetHarness
 
-    static let capabilities = ["wyoming-describe", "wyoming-ping"]
+    static let capabilities = ["wyoming-describe", "wyoming-ping", "assets"]
 
-    func handle(_ frame: Frame, context: inout RequestContext) async -> Frame {
+    /// Whether `type` may run concurrently with the connection's later requests.
+    static func isLongRunning(_ type: String) -> Bool { AssetHarness.longRunning.contains(type) }
+
+    /// Answers one request; `progress` carries intermediate events (install progress).
+    func handle(_ frame: Frame, context: inout RequestContext, progress: @escaping @Sendable (Frame) -> Void) async -> Frame {
         do {
             switch frame.type {
             case Describe.eventType: return try Frame(info())
@@ -36,7 +42,9 @@ struct DaemonHarness: Sendable {
             case Hello.eventType: return try await Frame(hello(frame.decode(Hello.self), context: &context))
             case StatusRequest.eventType: return try await Frame(status(frame.decode(StatusRequest.self)))
             case ConfigRequest.eventType: return try Frame(configReport(frame.decode(ConfigRequest.self)))
-            default: throw WireError(.unknownEvent, "unknown event type '\(frame.type)'")
+            default:
+                if let reply = try await assets.handle(frame, context: context, progress: progress) { return reply }
+                throw WireError(.unknownEvent, "unknown event type '\(frame.type)'")
             }
         } catch {
             return Self.errorFrame(error, id: frame.requestID)
@@ -49,6 +57,7 @@ struct DaemonHarness: Sendable {
         case let e as WireError: e
         case let e as EventDecodingError: WireError(.badRequest, e.description)
         case let e as FrameError: WireError(.malformedFrame, e.description)
+        case let e as AssetError: e.wireError
         default: WireError(.internalError, "\(error)")
         }
         // An ErrorEvent always encodes; fall back to a bare frame only if the encoder itself broke.

@@ -5,19 +5,24 @@ import Foundation
 
 let usage = """
     usage: earshotd [--user] [--socket PATH] [--state-dir DIR] [--cache-dir DIR] [--config FILE]
-           earshotd --version
+                    [--catalog URL]... [--keys-dir DIR]...
+           earshotd --version | --config-template
     """
 
 let arguments: Arguments
 do {
     arguments = try Arguments(Array(CommandLine.arguments.dropFirst()),
-                              valued: ["socket", "state-dir", "cache-dir", "config"], flags: ["user", "version", "help"])
+                              valued: ["socket", "state-dir", "cache-dir", "config", "catalog", "keys-dir"], flags: ["user", "version", "help", "config-template"])
 } catch {
     Output.error("earshotd", "\(error)\n\(usage)")
     exit(ExitCode.failure.rawValue)
 }
 if arguments.has("help") {
     print(usage)
+    exit(ExitCode.success.rawValue)
+}
+if arguments.has("config-template") {
+    print(ConfigRegistry.template, terminator: "")
     exit(ExitCode.success.rawValue)
 }
 if arguments.has("version") {
@@ -36,4 +41,6 @@ options.stateDirectory = arguments.value("state-dir")
 options.cacheDirectory = arguments.value("cache-dir")
 options.configFile = arguments.value("config")
 options.userMode = arguments.has("user")
+options.catalogURLs = arguments.values("catalog")
+options.keyDirectories = arguments.values("keys-dir")
 exit(await Daemon(options: options).run())

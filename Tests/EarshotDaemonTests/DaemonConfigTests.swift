@@ -81,25 +81,42 @@ import TestSupport
         #expect(config.files.isEmpty)
     }
 
-    @Test func shippedConfigListsEveryKeyCommentedOutAtItsDefault() throws {
-        let text = try String(contentsOfFile: BuiltProducts.packageRoot + "/Config/earshotd.conf", encoding: .utf8)
+    @Test func shippedConfigIsTheRegistryTemplate() throws {
+        let shipped = try String(contentsOfFile: BuiltProducts.packageRoot + "/Config/earshotd.conf", encoding: .utf8)
+        #expect(shipped == ConfigRegistry.template, "regenerate with: .build/debug/earshotd --config-template > Config/earshotd.conf")
+    }
+
+    @Test func templateListsEveryKeyAtAValidDefault() {
         var section = ""
-        var listed: [String: String] = [:]
-        for line in text.split(separator: "\n").map(String.init) {
+        var listed: [String: [String]] = [:]
+        for line in ConfigRegistry.template.split(separator: "\n").map(String.init) {
             if line.hasPrefix("[") { section = String(line.dropFirst().dropLast()) }
             if line.hasPrefix("#"), let eq = line.firstIndex(of: "="), !line.contains(" ") {
-                listed["\(section).\(line.dropFirst()[..<eq])"] = String(line[line.index(after: eq)...])
+                listed["\(section).\(line.dropFirst()[..<eq])", default: []].append(String(line[line.index(after: eq)...]))
             }
         }
         #expect(listed.count == ConfigRegistry.keys.count)
-        for key in ConfigRegistry.keys {
-            #expect(listed[key.id] == key.defaultValue, "\(key.id) in Config/earshotd.conf")
-        }
-        // Every listed default passes its key's own validation.
         var config = DaemonConfig()
-        for (id, value) in listed where !value.isEmpty {
-            #expect(config.set(id, value, source: "shipped") == nil)
+        for key in ConfigRegistry.keys {
+            let values = listed[key.id] ?? []
+            #expect(values.joined(separator: " ") == key.defaultValue, "\(key.id)")
+            for value in values where !value.isEmpty {
+                #expect(config.set(key.id, value, source: "template") == nil, "\(key.id)=\(value)")
+            }
         }
+    }
+
+    @Test func repeatableKeysAccumulateAndAnEmptyAssignmentClears() {
+        var config = DaemonConfig()
+        #expect(config.values("Catalog.URL") == [EmbeddedDefaults.catalogURL])
+        config.parse("[Catalog]\nURL=https://a.example/c.json\nURL=https://b.example/c.json\n", source: "a.conf")
+        #expect(config.values("Catalog.URL") == ["https://a.example/c.json", "https://b.example/c.json"])
+        config.parse("[Catalog]\nURL=\nURL=file:///srv/c.json\nURL=ftp://nope\n", source: "b.conf")
+        #expect(config.values("Catalog.URL") == ["file:///srv/c.json"])
+        #expect(config.warnings.contains { $0.hasPrefix("b.conf:4: Catalog.URL=ftp://nope") })
+        config.override("Catalog.URL", values: ["https://cli.example/c.json"], source: "command line")
+        #expect(config.values("Catalog.URL") == ["https://cli.example/c.json"])
+        #expect(config.entries.first { $0.key == "Catalog.URL" }?.source == "command line")
     }
 
     @Test func pathsFollowFlagsThenConfigThenSystemdThenXDG() {

@@ -1,0 +1,75 @@
+import Foundation
+import EarshotWire
+
+/// Failures of asset operations, each with the wire code clients see.
+public enum AssetError: Error, Sendable, CustomStringConvertible {
+    case unsupportedLocale(String)
+    case unsupportedModule(String)
+    case quotaExceeded(maximum: Int, wanted: [String])
+    case notFound(String)
+    case notInstalled(String)
+    case permissionDenied(String)
+    case verificationFailed(String)
+    case downloadFailed(String)
+    case insufficientStorage(needed: Int64, available: Int64, path: String)
+    case cancelled(String)
+    case inconsistentState(String)
+    case internalError(String)
+
+    public var description: String {
+        switch self {
+        case .unsupportedLocale(let l): "no catalog asset supports locale \(l)"
+        case .unsupportedModule(let m): "no catalog asset can serve \(m)"
+        case .quotaExceeded(let max, let wanted): "reserving \(wanted.joined(separator: ", ")) would exceed this app's maximum of \(max) reserved locales; release one first"
+        case .notFound(let what): "\(what) not found"
+        case .notInstalled(let what): "\(what) is supported but not installed; install it first"
+        case .permissionDenied(let what): what
+        case .verificationFailed(let what): what
+        case .downloadFailed(let what): what
+        case .insufficientStorage(let needed, let available, let path): "not enough free space in \(path): \(needed) bytes needed, \(available) available"
+        case .cancelled(let what): "\(what) was cancelled"
+        case .inconsistentState(let what): "asset store is inconsistent: \(what)"
+        case .internalError(let what): what
+        }
+    }
+
+    /// The stable wire error.
+    public var wireError: WireError {
+        let code: ErrorCode = switch self {
+        case .unsupportedLocale, .unsupportedModule: .unsupportedLocale
+        case .quotaExceeded: .quotaExceeded
+        case .notFound: .notFound
+        case .notInstalled: .notInstalled
+        case .permissionDenied: .permissionDenied
+        case .verificationFailed: .verificationFailed
+        case .downloadFailed: .downloadFailed
+        case .insufficientStorage: .insufficientStorage
+        case .cancelled: .cancelled
+        case .inconsistentState, .internalError: .internalError
+        }
+        return WireError(code, description)
+    }
+}
+
+/// Who holds reservations: a uid and the app id it said hello with.
+public struct ClientIdentity: Sendable, Hashable, CustomStringConvertible {
+    public var uid: UInt32
+    public var appID: String
+    public init(uid: UInt32, appID: String) {
+        self.uid = uid
+        self.appID = appID
+    }
+    public var description: String { "\(uid)/\(appID)" }
+}
+
+/// The time source, injectable for tests of expiry and grace periods.
+public protocol WallClock: Sendable {
+    func now() -> Double
+}
+
+/// The system clock (Unix seconds).
+public struct SystemWallClock: WallClock {
+    public init() {}
+    public func now() -> Double { Date().timeIntervalSince1970 }
+}
+

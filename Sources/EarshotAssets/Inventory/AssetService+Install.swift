@@ -1,0 +1,243 @@
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// What an install request did.
+public struct InstallOutcome: Sendable, Hashable {
+    /// True when everything was already installed (Apple returns no installation request then).
+    public var nothingToDo: Bool
+    /// `id@version` of every asset this request waited for.
+    public var installed: [String]
+    /// Locales reserved automatically for the caller.
+    public var reserved: [String]
+}
+
+extension AssetService {
+    /// Makes sure `modules` can run for `client`: nothing to do when installed; otherwise reserves
+    /// their locales (all or none, within the quota) and joins the one job per missing asset,
+    /// reporting progress to `progress` until every job ends.
+    public func install(_ modules: [ModuleConfiguration], for client: ClientIdentity, progress: @escaping @Sendable (InstallProgress) -> Void) async throws -> InstallOutcome {
+        var assets: [CatalogAsset] = []
+        for module in modules {
+            let asset = try resolve(module)
+            if !assets.contains(where: { $0.id == asset.id }) { assets.append(asset) }
+        }
+        let installed = try await installedAssets()
+        let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
+        let locales = modules.compactMap(\.locale)
+        guard !missing.isEmpty else {
+            try await touchReservations(locales, for: client)
+            return InstallOutcome(nothingToDo: true, installed: [], reserved: [])
+        }
+        let reserved = try await reserve(locales, for: client)
+        let started = missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false) }
+        let sinks = started.map { ($0, $0.addSink(progress)) }
+        defer { sinks.forEach { $0.0.removeSink($0.1) } }
+        for job in started { try await job.wait() }
+        return InstallOutcome(nothingToDo: false, installed: started.map(\.key), reserved: reserved)
+    }
+
+    /// The running job for `entry`, or a new one handed to ``run()``.
+    func job(for entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool) -> InstallJob {
+        let key = "\(entry.id)@\(entry.version)"
+        if let existing = jobs[key] { return existing }
+        let job = InstallJob(entry: entry, bandwidthLimit: bandwidthLimit, isUpdate: isUpdate)
+        jobs[key] = job
+        jobSubmitter.yield(job)
+        return job
+    }
+
+    /// Cancels the install of `assetID` (admin); returns whether a job was running.
+    public func cancelInstall(_ assetID: String) -> Bool {
+        let matching = jobs.values.filter { $0.entry.id == assetID }
+        matching.forEach { $0.cancel() }
+        return !matching.isEmpty
+    }
+
+    /// Cancels jobs that no reservation needs any more (not updates of installed assets).
+    func cancelUnneededJobs() async throws {
+        let reservations = try await reservations(of: nil)
+        for job in jobs.values where !job.isUpdate && !Self.isNeeded(job.entry, by: reservations) {
+            log("cancelling install of \(job.key): no reservation needs it")
+            job.cancel()
+        }
+    }
+
+    /// Jobs a previous run started and did not finish.
+    func pendingJobs() async throws -> [(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool)] {
+        try await database.read { db in
+            try db.execute("SELECT entry, bandwidth_limit, is_update FROM install_jobs ORDER BY created").compactMap { row in
+                guard let json = row[0].blob, let entry = try? JSONDecoder().decode(CatalogAsset.self, from: Data(json)) else { return nil }
+                return (entry, row[1].int, row[2].int == 1)
+            }
+        }
+    }
+
+    /// Runs one job to its end and tells every waiter.
+    func execute(_ job: InstallJob) async {
+        let result: Result<Void, AssetError>
+        do {
+            try await perform(job)
+            result = .success(())
+        } catch let error as AssetError {
+            result = .failure(error)
+        } catch {
+            result = .failure(.internalError("\(error)"))
+        }
+        if case .failure = result, shuttingDown {
+            log("install of \(job.key) interrupted by shutdown; it resumes at the next start")
+        } else if case .failure(let error) = result {
+            log("install of \(job.key) failed: \(error)")
+            _ = try? await database.write { db in
+                try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(job.entry.id), .int(Int64(job.entry.version))])
+            }
+        } else {
+            log("installed \(job.key)")
+        }
+        jobs[job.key] = nil
+        job.finish(result)
+    }
+
+    /// download → verify → extract into staging → fsync + rename → commit.
+    private func perform(_ job: InstallJob) async throws {
+        let entry = job.entry
+        let entryJSON = Array(try JSONEncoder().encode(entry))
+        let now = clock.now()
+        try await database.write { db in
+            try db.execute("INSERT OR IGNORE INTO install_jobs (id, version, entry, bandwidth_limit, is_update, created) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.text(entry.id), .int(Int64(entry.version)), .blob(entryJSON), job.bandwidthLimit.map { .int($0) } ?? .null, .int(job.isUpdate ? 1 : 0), .double(now)])
+        }
+
+        // Download (resumes a partial file; a complete one is only re-verified).
+        let download = settings.downloadsDirectory + "/" + entry.sha256
+        job.publish(.downloading, bytesDone: Self.fileSize(download) ?? 0)
+        try await pause(at: .downloading)
+        if Self.fileSize(download) != entry.size {
+            var options = settings.download
+            options.maxBytesPerSecond = job.bandwidthLimit ?? options.maxBytesPerSecond
+            let request = DownloadRequest(urls: entry.urls, destination: download, expectedSize: entry.size, options: options)
+            do {
+                _ = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, isCancelled: { job.isCancelled })
+            } catch {
+                throw Self.map(error, asset: entry)
+            }
+        }
+        try checkCancelled(job)
+
+        // Verify size and SHA-256.
+        job.publish(.verifying, bytesDone: entry.size)
+        try await pause(at: .verifying)
+        let digest = try await BlockingWork.run("earshot.verify") { try FileDigest.sha256(path: download) }
+        guard Self.fileSize(download) == entry.size, digest == entry.sha256 else {
+            Self.removeDownload(download)
+            throw AssetError.verificationFailed("\(entry.id)@\(entry.version): downloaded file does not match the catalog's size and SHA-256 (got \(digest))")
+        }
+        try checkCancelled(job)
+
+        // Extract into a staging dir on the state filesystem.
+        job.publish(.extracting)
+        try await pause(at: .extracting)
+        let available = Self.availableBytes(settings.stateDirectory)
+        guard available >= entry.installedSize else {
+            throw AssetError.insufficientStorage(needed: entry.installedSize, available: available, path: settings.stateDirectory)
+        }
+        let staging = settings.stagingDirectory + "/\(entry.id)-\(entry.version)-\(UUID().uuidString.prefix(8))"
+        do {
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            let single = entry.format == .file ? entry.files.values.first : nil
+            let result = try await BlockingWork.run("earshot.extract") {
+                try ArchiveExtractor.extract(archive: download, format: entry.format, into: staging, maxBytes: entry.installedSize, singleFileName: single)
+            }
+            for (role, path) in entry.files where !FileManager.default.fileExists(atPath: staging + "/" + path) {
+                throw AssetError.verificationFailed("\(entry.id)@\(entry.version): the archive has no \(role) file at \(path)")
+            }
+            try checkCancelled(job)
+
+            // Move into place atomically, then commit.
+            job.publish(.committing)
+            try await pause(at: .committing)
+            let final = try await BlockingWork.run("earshot.commit") { [settings] in
+                try Self.moveIntoPlace(staging: staging, assets: settings.assetsDirectory, id: entry.id, version: entry.version)
+            }
+            let committed = clock.now()
+            try await database.write { db in
+                try db.execute("""
+                    INSERT OR REPLACE INTO installed_assets (id, version, path, bytes, entry, current, installed_at, last_used, unneeded_since)
+                    VALUES (?, ?, ?, ?, ?, 1, ?, ?, NULL)
+                    """, [.text(entry.id), .int(Int64(entry.version)), .text(final), .int(result.bytes), .blob(entryJSON), .double(committed), .double(committed)])
+                try db.execute("UPDATE installed_assets SET current = 0 WHERE id = ? AND version != ?", [.text(entry.id), .int(Int64(entry.version))])
+                try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: staging)
+            throw Self.map(error, asset: entry)
+        }
+        Self.removeDownload(download)
+    }
+
+    private func checkCancelled(_ job: InstallJob) throws(AssetError) {
+        if job.isCancelled { throw .cancelled("install of \(job.key)") }
+    }
+
+    /// Test hook: `EARSHOT_TEST_PAUSE=<phase>:<seconds>` holds a job in a phase (crash tests).
+    private func pause(at phase: InstallPhase) async throws {
+        guard let (pausePhase, seconds) = settings.testPause, pausePhase == phase else { return }
+        log("test pause: \(phase.rawValue) for \(seconds) s")
+        try await Task.sleep(for: .seconds(seconds))
+    }
+
+    /// `staging` becomes `assets/<id>/<version>` by rename (same filesystem), durably.
+    static func moveIntoPlace(staging: String, assets: String, id: String, version: Int) throws -> String {
+        let parent = assets + "/" + id
+        let final = parent + "/\(version)"
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        if FileManager.default.fileExists(atPath: final) {
+            // An uncommitted leftover of a crashed attempt: nothing refers to it.
+            try FileManager.default.removeItem(atPath: final)
+        }
+        try systemCall("rename(\(staging))") { rename(staging, final) }
+        try syncDirectory(parent)
+        try syncDirectory(assets)
+        return final
+    }
+
+    static func syncDirectory(_ path: String) throws {
+        let fd = try systemCall("open(\(path))") { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { close(fd) }
+        try systemCall("fsync(\(path))") { fsync(fd) }
+    }
+
+    static func fileSize(_ path: String) -> Int64? {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : nil
+    }
+
+    static func availableBytes(_ path: String) -> Int64 {
+        var fs = statvfs()
+        guard statvfs(path, &fs) == 0 else { return 0 }
+        return Int64(fs.f_bavail) * Int64(fs.f_frsize)
+    }
+
+    static func removeDownload(_ path: String) {
+        unlink(path)
+        unlink(path + ".meta")
+    }
+
+    /// Maps the parts' typed errors to asset errors, in one place.
+    static func map(_ error: any Error, asset: CatalogAsset) -> AssetError {
+        let name = "\(asset.id)@\(asset.version)"
+        switch error {
+        case let e as AssetError: return e
+        case let e as DownloadError:
+            switch e {
+            case .cancelled: return .cancelled("install of \(name)")
+            case .insufficientStorage(let needed, let available): return .insufficientStorage(needed: needed, available: available, path: "the download cache")
+            default: return .downloadFailed("\(name): \(e)")
+            }
+        case let e as ExtractionError: return .verificationFailed("\(name): archive rejected: \(e)")
+        case let e as SystemError where e.errno == ENOSPC: return .insufficientStorage(needed: asset.installedSize, available: 0, path: e.function)
+        case is CancellationError: return .cancelled("install of \(name)")
+        default: return .internalError("\(name): \(error)")
+        }
+    }
+}

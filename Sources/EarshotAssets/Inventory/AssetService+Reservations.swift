@@ -1,0 +1,89 @@
+import EarshotWire
+import Foundation
+
+extension AssetService {
+    /// The reservation quota of `appID` (`maximumReservedLocales`).
+    public func maximumReservedLocales(appID: String) -> Int {
+        settings.appQuotas[appID] ?? settings.maxReservedLocales
+    }
+
+    /// Reserves `locale` for `client`; returns whether a reservation was created (false: it existed).
+    /// An unsupported locale is `unsupportedLocale`; a full quota is `quotaExceeded`.
+    public func reserve(_ locale: String, for client: ClientIdentity) async throws -> Bool {
+        try await reserve([locale], for: client).count == 1
+    }
+
+    /// Reserves every locale of `locales` for `client` in one transaction (all or none); returns the
+    /// ones newly created.
+    func reserve(_ locales: [String], for client: ClientIdentity) async throws -> [String] {
+        var canonical: [String] = []
+        for locale in locales {
+            guard let tag = LocaleTag(locale),
+                  let match = LocaleTag.bestMatch(for: tag, in: Set(catalogAssets.flatMap(\.locales).compactMap(LocaleTag.init)).sorted { $0.description < $1.description })
+            else { throw AssetError.unsupportedLocale(locale) }
+            if !canonical.contains(match.description) { canonical.append(match.description) }
+        }
+        let maximum = maximumReservedLocales(appID: client.appID)
+        let now = clock.now()
+        let wanted = canonical
+        return try await database.write { db in
+            let existing = Set(try db.execute("SELECT locale FROM reservations WHERE uid = ? AND app_id = ?", [.int(Int64(client.uid)), .text(client.appID)]).compactMap { $0[0].text })
+            let new = wanted.filter { !existing.contains($0) }
+            guard existing.count + new.count <= maximum else { throw AssetError.quotaExceeded(maximum: maximum, wanted: new) }
+            for locale in wanted {
+                try db.execute("""
+                    INSERT INTO reservations (uid, app_id, locale, created, last_used) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (uid, app_id, locale) DO UPDATE SET last_used = excluded.last_used
+                    """, [.int(Int64(client.uid)), .text(client.appID), .text(locale), .double(now), .double(now)])
+            }
+            return new
+        }
+    }
+
+    /// Releases `client`'s reservation of `locale`; returns whether one was removed. Install jobs no
+    /// remaining reservation needs are cancelled (their partial downloads stay for a later resume).
+    public func release(_ locale: String, for client: ClientIdentity) async throws -> Bool {
+        let canonical = LocaleTag(locale)?.description ?? locale
+        let removed = try await database.write { db in
+            try db.execute("DELETE FROM reservations WHERE uid = ? AND app_id = ? AND locale = ?", [.int(Int64(client.uid)), .text(client.appID), .text(canonical)])
+            return db.changes > 0
+        }
+        if removed { try await cancelUnneededJobs() }
+        return removed
+    }
+
+    /// Reservations of `client`, or everyone's when `client` is nil.
+    public func reservations(of client: ClientIdentity?) async throws -> [ReservationInfo] {
+        try await database.read { db in
+            let rows = if let client {
+                try db.execute("SELECT uid, app_id, locale, created, last_used FROM reservations WHERE uid = ? AND app_id = ? ORDER BY locale", [.int(Int64(client.uid)), .text(client.appID)])
+            } else {
+                try db.execute("SELECT uid, app_id, locale, created, last_used FROM reservations ORDER BY uid, app_id, locale")
+            }
+            return rows.map { ReservationInfo(uid: UInt32($0[0].int ?? 0), appId: $0[1].text ?? "", locale: $0[2].text ?? "", created: $0[3].double ?? 0, lastUsed: $0[4].double ?? 0) }
+        }
+    }
+
+    /// Marks `client`'s reservations of `locales` as used now (expiry counts from the last use).
+    func touchReservations(_ locales: [String], for client: ClientIdentity) async throws {
+        let tags = locales.compactMap { LocaleTag($0)?.description }
+        guard !tags.isEmpty else { return }
+        let now = clock.now()
+        try await database.write { db in
+            for locale in tags {
+                try db.execute("UPDATE reservations SET last_used = ? WHERE uid = ? AND app_id = ? AND locale = ?", [.double(now), .int(Int64(client.uid)), .text(client.appID), .text(locale)])
+            }
+        }
+    }
+
+    /// Whether any reservation needs `asset`: one for a locale it serves, or — for a
+    /// language-independent asset — any reservation at all.
+    static func isNeeded(_ asset: CatalogAsset, by reservations: [ReservationInfo]) -> Bool {
+        let served = asset.locales.compactMap(LocaleTag.init)
+        if served.isEmpty { return !reservations.isEmpty }
+        return reservations.contains { reservation in
+            guard let tag = LocaleTag(reservation.locale) else { return false }
+            return served.contains { $0.serves(tag) || $0 == tag }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// Settings of the asset inventory (from the daemon's config).
+public struct AssetSettings: Sendable {
+    public var stateDirectory: String
+    public var cacheDirectory: String
+    /// Catalog sources, each `URL` with its signature at `URL.minisig`.
+    public var catalogURLs: [String]
+    /// Directories of trusted minisign public keys (`*.pub`).
+    public var keyDirectories: [String]
+    public var maxReservedLocales: Int
+    /// Per-app quota overrides (app id → maximum).
+    public var appQuotas: [String: Int]
+    /// Seconds a reservation may go unused before it expires.
+    public var reservationExpiry: Double
+    /// Seconds an unneeded asset is kept before GC removes it.
+    public var gcGracePeriod: Double
+    /// Largest total size of installed assets in bytes (0: no limit).
+    public var maxStoreSize: Int64
+    /// Seconds between automatic GC runs.
+    public var gcInterval: Double
+    public var download: DownloadOptions
+    /// Bandwidth cap for unattended updates (bytes/s), if any.
+    public var updateBandwidthLimit: Int64?
+    /// Test hook: hold install jobs in this phase for this many seconds (crash-safety tests).
+    public var testPause: (InstallPhase, Double)?
+
+    public init(stateDirectory: String, cacheDirectory: String, catalogURLs: [String] = [], keyDirectories: [String] = [],
+                maxReservedLocales: Int = 3, appQuotas: [String: Int] = [:], reservationExpiry: Double = 90 * 86400,
+                gcGracePeriod: Double = 86400, maxStoreSize: Int64 = 0, gcInterval: Double = 3600,
+                download: DownloadOptions = DownloadOptions(), updateBandwidthLimit: Int64? = nil) {
+        self.stateDirectory = stateDirectory
+        self.cacheDirectory = cacheDirectory
+        self.catalogURLs = catalogURLs
+        self.keyDirectories = keyDirectories
+        self.maxReservedLocales = maxReservedLocales
+        self.appQuotas = appQuotas
+        self.reservationExpiry = reservationExpiry
+        self.gcGracePeriod = gcGracePeriod
+        self.maxStoreSize = maxStoreSize
+        self.gcInterval = gcInterval
+        self.download = download
+        self.updateBandwidthLimit = updateBandwidthLimit
+    }
+
+    var assetsDirectory: String { stateDirectory + "/assets" }
+    var stagingDirectory: String { stateDirectory + "/staging" }
+    var downloadsDirectory: String { cacheDirectory + "/downloads" }
+}
+
+/// An installed asset version as the store records it.
+public struct InstalledAsset: Sendable, Hashable, Codable {
+    public var entry: CatalogAsset
+    public var path: String
+    public var bytes: Int64
+    /// Whether this is the version new sessions use (updates install side by side, then switch).
+    public var current: Bool
+    public var installedAt: Double
+    public var lastUsed: Double
+    /// Since when nothing has needed it (GC removes it after the grace period).
+    public var unneededSince: Double?
+    public var key: String { "\(entry.id)@\(entry.version)" }
+}
+
+/// The asset inventory: catalogs, resolution, reservations, shared install jobs, leases, GC and
+/// updates. State lives in SQLite; files in `state/assets/<id>/<version>`. One actor; the blocking
+/// parts (downloads, hashing, extraction, SQLite) run on their own threads and queues.
+public actor AssetService {
+    let settings: AssetSettings
+    let database: Database
+    let clock: any WallClock
+    let downloader = Downloader()
+    /// Merged assets of every verified catalog.
+    var catalogAssets: [CatalogAsset] = []
+    /// Verified catalogs by source URL.
+    var catalogs: [String: StoredCatalog] = [:]
+    var trustedKeys: [MinisignPublicKey] = []
+    var jobs: [String: InstallJob] = [:]
+    var leases: [String: Int] = [:]
+    /// Set by ``shutdown()``: interrupted jobs keep their rows so the next start resumes them.
+    var shuttingDown = false
+    let jobQueue: AsyncStream<InstallJob>
+    let jobSubmitter: AsyncStream<InstallJob>.Continuation
+    let log: @Sendable (String) -> Void
+
+    /// Opens the store in `settings.stateDirectory` (creating it) and loads what it knows.
+    public init(settings: AssetSettings, clock: any WallClock = SystemWallClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        for dir in [settings.stateDirectory, settings.cacheDirectory, settings.assetsDirectory, settings.downloadsDirectory] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        }
+        self.settings = settings
+        self.clock = clock
+        self.log = log
+        database = try Database(path: settings.stateDirectory + "/state.db", migrations: Schema.migrations)
+        (jobQueue, jobSubmitter) = AsyncStream.makeStream(of: InstallJob.self)
+    }
+
+    /// Loads keys and stored catalogs, cleans staging, removes what a crash left uncommitted, and
+    /// queues unfinished install jobs. Call once before ``run()``.
+    public func start() async throws {
+        reloadKeys()
+        try await loadStoredCatalogs()
+        try await reconcile(repair: true)
+        for pending in try await pendingJobs() {
+            log("resuming install of \(pending.entry.id)@\(pending.entry.version)")
+            _ = job(for: pending.entry, bandwidthLimit: pending.bandwidthLimit, isUpdate: pending.isUpdate)
+        }
+    }
+
+    /// Runs install jobs and periodic GC until cancelled.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { [self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(settings.gcInterval))
+                    if Task.isCancelled { break }
+                    do {
+                        let report = try await collectGarbage(dryRun: false)
+                        if !report.removed.isEmpty || !report.expiredReservations.isEmpty { log("gc: \(report.summary)") }
+                    } catch {
+                        log("gc refused: \(error)")
+                    }
+                }
+            }
+            for await job in jobQueue {
+                group.addTask { [self] in await execute(job) }
+            }
+        }
+    }
+
+    /// Stops taking jobs (``run()`` returns once running jobs end; partial downloads stay).
+    public func shutdown() {
+        shuttingDown = true
+        for job in jobs.values { job.cancel() }
+        jobSubmitter.finish()
+    }
+
+    func reloadKeys() {
+        var keys: [MinisignPublicKey] = []
+        for dir in settings.keyDirectories where FileManager.default.fileExists(atPath: dir) {
+            let loaded = Minisign.loadKeys(directory: dir)
+            keys += loaded.keys
+            for problem in loaded.problems { log("keys: \(problem)") }
+        }
+        trustedKeys = keys
+    }
+
+    // MARK: Resolution
+
+    /// The best catalog asset for `module`, or why there is none.
+    func resolve(_ module: ModuleConfiguration) throws(AssetError) -> CatalogAsset {
+        let candidates = catalogAssets.filter { $0.kind == module.kind }
+        let chosen: [CatalogAsset]
+        if let requested = module.locale {
+            guard let tag = LocaleTag(requested) else { throw .unsupportedLocale(requested) }
+            let supported = Set(candidates.flatMap(\.locales).compactMap(LocaleTag.init))
+            guard let match = LocaleTag.bestMatch(for: tag, in: supported.sorted { $0.description < $1.description }) else {
+                throw .unsupportedLocale(requested)
+            }
+            chosen = candidates.filter { $0.locales.compactMap(LocaleTag.init).contains(match) }
+        } else {
+            chosen = candidates.filter { $0.locales.isEmpty }
+        }
+        let hints = Set(module.contentHints)
+        let usable = chosen.filter { hints.isSubset(of: Set($0.capabilities.contentHints)) }
+        guard let best = usable.max(by: { score($0, for: module) < score($1, for: module) }) else {
+            if chosen.isEmpty, let locale = module.locale { throw .unsupportedLocale(locale) }
+            throw .unsupportedModule("\(module.kind.rawValue) module with content hints \(module.contentHints)")
+        }
+        return best
+    }
+
+    /// How well an asset fits what a module asks for; higher is better, version breaks ties.
+    private func score(_ asset: CatalogAsset, for module: ModuleConfiguration) -> Int {
+        let caps = asset.capabilities
+        var score = 0
+        if module.reportingOptions.contains("volatileResults") || module.preset?.hasPrefix("progressive") == true, caps.streaming { score += 8 }
+        if module.reportingOptions.contains("alternativeTranscriptions"), caps.alternatives { score += 4 }
+        if module.attributeOptions.contains("audioTimeRange"), caps.timeRanges { score += 2 }
+        if module.attributeOptions.contains("transcriptionConfidence"), caps.confidence { score += 1 }
+        return score * 1_000_000 + asset.version
+    }
+
+    /// Installed versions of `assetID`, newest first.
+    func installedVersions(_ assetID: String) async throws -> [InstalledAsset] {
+        try await installedAssets().filter { $0.entry.id == assetID }.sorted { $0.entry.version > $1.entry.version }
+    }
+
+    /// The status of one module (Apple's four states).
+    func status(of module: ModuleConfiguration, installed: [InstalledAsset]) -> AssetStatus {
+        guard let asset = try? resolve(module) else { return .unsupported }
+        if installed.contains(where: { $0.entry.id == asset.id }) { return .installed }
+        if jobs.values.contains(where: { $0.entry.id == asset.id }) { return .downloading }
+        return .supported
+    }
+
+    /// The aggregate and per-module status of `modules`.
+    public func status(of modules: [ModuleConfiguration]) async throws -> (AssetStatus, [AssetStatus]) {
+        let installed = try await installedAssets()
+        let each = modules.map { status(of: $0, installed: installed) }
+        return (AssetStatus.aggregate(each), each)
+    }
+
+    /// Supported (or installed) locales for `kind`, canonical and sorted.
+    public func locales(kind: AssetKind, installedOnly: Bool) async throws -> [String] {
+        let assets = installedOnly ? try await installedAssets().filter(\.current).map(\.entry) : catalogAssets
+        let tags = Set(assets.filter { $0.kind == kind }.flatMap(\.locales).compactMap(LocaleTag.init))
+        return tags.map(\.description).sorted()
+    }
+
+    /// The supported locale equivalent to `locale` for `kind`, if any.
+    public func equivalentLocale(_ locale: String, kind: AssetKind) -> String? {
+        guard let tag = LocaleTag(locale) else { return nil }
+        let supported = Set(catalogAssets.filter { $0.kind == kind }.flatMap(\.locales).compactMap(LocaleTag.init))
+        return LocaleTag.bestMatch(for: tag, in: supported.sorted { $0.description < $1.description })?.description
+    }
+
+    // MARK: Store queries
+
+    /// Every installed asset version.
+    public func installedAssets() async throws -> [InstalledAsset] {
+        try await database.read { db in
+            try db.execute("SELECT entry, path, bytes, current, installed_at, last_used, unneeded_since FROM installed_assets ORDER BY id, version").map { row in
+                guard let json = row[0].blob, let entry = try? JSONDecoder().decode(CatalogAsset.self, from: Data(json)) else {
+                    throw AssetError.inconsistentState("unreadable installed_assets entry")
+                }
+                return InstalledAsset(entry: entry, path: row[1].text ?? "", bytes: row[2].int ?? 0, current: row[3].int == 1,
+                                      installedAt: row[4].double ?? 0, lastUsed: row[5].double ?? 0, unneededSince: row[6].double)
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import EarshotWire
+import Foundation
+
+/// One consolidated install of one asset version, however many clients wait for it. Progress goes
+/// to every registered sink (throttled); the outcome to every waiter. Thread-safe: the download
+/// thread publishes progress directly.
+final class InstallJob: @unchecked Sendable {
+    let entry: CatalogAsset
+    let bandwidthLimit: Int64?
+    /// Update jobs are kept even when no reservation needs the asset.
+    let isUpdate: Bool
+    var key: String { "\(entry.id)@\(entry.version)" }
+
+    private let lock = NSLock()
+    private var cancelled = false
+    private var phase = InstallPhase.queued
+    private var bytesDone: Int64 = 0
+    private var lastPublished = DispatchTime(uptimeNanoseconds: 0)
+    private var sinks: [UUID: @Sendable (InstallProgress) -> Void] = [:]
+    private var waiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
+    private var outcome: Result<Void, AssetError>?
+
+    init(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool) {
+        self.entry = entry
+        self.bandwidthLimit = bandwidthLimit
+        self.isUpdate = isUpdate
+    }
+
+    var isCancelled: Bool { lock.withLock { cancelled } }
+
+    /// Stops the job at its next check; the partial download stays for a later resume.
+    func cancel() { lock.withLock { cancelled = true } }
+
+    /// Registers a progress sink; it gets the current state at once.
+    func addSink(_ sink: @escaping @Sendable (InstallProgress) -> Void) -> UUID {
+        let id = UUID()
+        let snapshot = lock.withLock {
+            sinks[id] = sink
+            return progress
+        }
+        sink(snapshot)
+        return id
+    }
+
+    func removeSink(_ id: UUID) { lock.withLock { _ = sinks.removeValue(forKey: id) } }
+
+    /// Records progress; sinks hear about phase changes at once and byte counts at most 10×/s.
+    func publish(_ newPhase: InstallPhase, bytesDone done: Int64? = nil) {
+        let (event, targets): (InstallProgress?, [@Sendable (InstallProgress) -> Void]) = lock.withLock {
+            let phaseChanged = newPhase != phase
+            phase = newPhase
+            if let done { bytesDone = done }
+            let now = DispatchTime.now()
+            guard phaseChanged || now.uptimeNanoseconds - lastPublished.uptimeNanoseconds >= 100_000_000 else { return (nil, []) }
+            lastPublished = now
+            return (progress, Array(sinks.values))
+        }
+        if let event { targets.forEach { $0(event) } }
+    }
+
+    private var progress: InstallProgress {
+        InstallProgress(id: nil, asset: entry.id, version: entry.version, phase: phase, bytesDone: bytesDone, bytesTotal: entry.size)
+    }
+
+    /// Waits for the outcome; the caller's cancellation ends only its own wait, not the job.
+    func wait() async throws {
+        let id = UUID()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                lock.withLock {
+                    if let outcome {
+                        continuation.resume(with: outcome.mapError { $0 as any Error })
+                    } else {
+                        waiters[id] = continuation
+                    }
+                }
+            }
+        } onCancel: {
+            lock.withLock { waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Records the outcome and wakes every waiter.
+    func finish(_ result: Result<Void, AssetError>) {
+        let pending = lock.withLock {
+            outcome = result
+            defer { waiters = [:] }
+            return Array(waiters.values)
+        }
+        switch result {
+        case .success: publish(.installed)
+        case .failure(.cancelled): publish(.cancelled)
+        case .failure: publish(.failed)
+        }
+        pending.forEach { $0.resume(with: result.mapError { $0 as any Error }) }
+    }
+}

@@ -1,0 +1,228 @@
+/// Admin events: every asset, the catalog, cancel, GC, update. Refused with `permissionDenied`
+/// unless the peer is an admin (root, the daemon's own uid, or a member of `AdminGroup`).
+
+/// An installed asset version as `earshot.assets.result` reports it.
+public struct InstalledAssetInfo: Codable, Sendable, Hashable {
+    public var id: String
+    public var version: Int
+    public var kind: AssetKind
+    public var engine: String
+    public var locales: [String]
+    public var bytes: Int64
+    public var path: String
+    public var current: Bool
+    /// Sessions holding it now.
+    public var leased: Bool
+    /// Whether a reservation needs it.
+    public var reserved: Bool
+    public var installedAt: Double
+    public var lastUsed: Double
+    public var unneededSince: Double?
+    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], bytes: Int64, path: String, current: Bool, leased: Bool, reserved: Bool, installedAt: Double, lastUsed: Double, unneededSince: Double?) {
+        self.id = id
+        self.version = version
+        self.kind = kind
+        self.engine = engine
+        self.locales = locales
+        self.bytes = bytes
+        self.path = path
+        self.current = current
+        self.leased = leased
+        self.reserved = reserved
+        self.installedAt = installedAt
+        self.lastUsed = lastUsed
+        self.unneededSince = unneededSince
+    }
+    enum CodingKeys: String, CodingKey {
+        case id, version, kind, engine, locales, bytes, path, current, leased, reserved
+        case installedAt = "installed_at", lastUsed = "last_used", unneededSince = "unneeded_since"
+    }
+}
+
+/// An in-flight install job.
+public struct InstallJobInfo: Codable, Sendable, Hashable {
+    public var asset: String
+    public var version: Int
+    public init(asset: String, version: Int) {
+        self.asset = asset
+        self.version = version
+    }
+}
+
+/// `earshot.assets`: installed assets and running jobs (admin).
+public struct AssetsRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.assets"
+    public var id: String?
+    public init(id: String? = nil) { self.id = id }
+}
+
+/// `earshot.assets.result`.
+public struct AssetsReply: WireEvent, Hashable {
+    public static let eventType = "earshot.assets.result"
+    public var id: String?
+    public var assets: [InstalledAssetInfo]
+    public var jobs: [InstallJobInfo]
+    public init(id: String?, assets: [InstalledAssetInfo], jobs: [InstallJobInfo]) {
+        self.id = id
+        self.assets = assets
+        self.jobs = jobs
+    }
+}
+
+/// `earshot.catalog`: the merged catalog and its sources.
+public struct CatalogRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.catalog"
+    public var id: String?
+    /// Fetch every source first (admin).
+    public var refresh: Bool
+    public init(id: String? = nil, refresh: Bool = false) {
+        self.id = id
+        self.refresh = refresh
+    }
+}
+
+/// One catalog source.
+public struct CatalogSourceInfo: Codable, Sendable, Hashable {
+    public var url: String
+    public var version: Int64?
+    public var keyId: String?
+    /// After a refresh: `updated`, `unchanged` or `failed`.
+    public var outcome: String?
+    public var message: String?
+    public init(url: String, version: Int64?, keyId: String?, outcome: String?, message: String?) {
+        self.url = url
+        self.version = version
+        self.keyId = keyId
+        self.outcome = outcome
+        self.message = message
+    }
+    enum CodingKeys: String, CodingKey { case url, version, keyId = "key_id", outcome, message }
+}
+
+/// A catalog asset as listed by `earshot.catalog.result`.
+public struct CatalogAssetInfo: Codable, Sendable, Hashable {
+    public var id: String
+    public var version: Int
+    public var kind: AssetKind
+    public var engine: String
+    public var locales: [String]
+    public var size: Int64
+    public var license: String
+    public var installed: Bool
+    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], size: Int64, license: String, installed: Bool) {
+        self.id = id
+        self.version = version
+        self.kind = kind
+        self.engine = engine
+        self.locales = locales
+        self.size = size
+        self.license = license
+        self.installed = installed
+    }
+}
+
+/// `earshot.catalog.result`.
+public struct CatalogReply: WireEvent, Hashable {
+    public static let eventType = "earshot.catalog.result"
+    public var id: String?
+    public var sources: [CatalogSourceInfo]
+    public var assets: [CatalogAssetInfo]
+    public init(id: String?, sources: [CatalogSourceInfo], assets: [CatalogAssetInfo]) {
+        self.id = id
+        self.sources = sources
+        self.assets = assets
+    }
+}
+
+/// `earshot.cancel`: stop the install of an asset (admin); the partial download is kept.
+public struct CancelInstallRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.cancel"
+    public var id: String?
+    public var asset: String
+    public init(id: String? = nil, asset: String) {
+        self.id = id
+        self.asset = asset
+    }
+}
+
+/// `earshot.cancel.result`.
+public struct CancelInstallReply: WireEvent, Hashable {
+    public static let eventType = "earshot.cancel.result"
+    public var id: String?
+    public var cancelled: Bool
+    public init(id: String?, cancelled: Bool) {
+        self.id = id
+        self.cancelled = cancelled
+    }
+}
+
+/// `earshot.gc`: run garbage collection now (admin).
+public struct GCRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.gc"
+    public var id: String?
+    public var dryRun: Bool
+    public init(id: String? = nil, dryRun: Bool = false) {
+        self.id = id
+        self.dryRun = dryRun
+    }
+    enum CodingKeys: String, CodingKey { case id, dryRun = "dry_run" }
+}
+
+/// One asset version GC removed.
+public struct GCRemovalInfo: Codable, Sendable, Hashable {
+    public var asset: String
+    public var bytes: Int64
+    public var reason: String
+    public init(asset: String, bytes: Int64, reason: String) {
+        self.asset = asset
+        self.bytes = bytes
+        self.reason = reason
+    }
+}
+
+/// `earshot.gc.result`.
+public struct GCReply: WireEvent, Hashable {
+    public static let eventType = "earshot.gc.result"
+    public var id: String?
+    public var dryRun: Bool
+    public var removed: [GCRemovalInfo]
+    public var freedBytes: Int64
+    public var expiredReservations: [ReservationInfo]
+    public init(id: String?, dryRun: Bool, removed: [GCRemovalInfo], freedBytes: Int64, expiredReservations: [ReservationInfo]) {
+        self.id = id
+        self.dryRun = dryRun
+        self.removed = removed
+        self.freedBytes = freedBytes
+        self.expiredReservations = expiredReservations
+    }
+    enum CodingKeys: String, CodingKey {
+        case id, dryRun = "dry_run", removed, freedBytes = "freed_bytes", expiredReservations = "expired_reservations"
+    }
+}
+
+/// `earshot.update`: refresh catalogs and update installed assets (admin); install progress events
+/// follow.
+public struct UpdateRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.update"
+    public var id: String?
+    public init(id: String? = nil) { self.id = id }
+}
+
+/// `earshot.update.result`.
+public struct UpdateReply: WireEvent, Hashable {
+    public static let eventType = "earshot.update.result"
+    public var id: String?
+    public var catalogs: [CatalogSourceInfo]
+    /// `id@old→new` per updated asset.
+    public var updated: [String]
+    public var failed: [String]
+    /// False when nothing changed (`earshotctl update` exits 2).
+    public var changed: Bool
+    public init(id: String?, catalogs: [CatalogSourceInfo], updated: [String], failed: [String], changed: Bool) {
+        self.id = id
+        self.catalogs = catalogs
+        self.updated = updated
+        self.failed = failed
+        self.changed = changed
+    }
+}

@@ -29,7 +29,7 @@ let package = Package(
 
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire"], exclude: ["README.md"]),
-        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
+        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "Earshot"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
             "EarshotWire", "EarshotSystem", "CCurl", "CSQLite", "CArchive", "CCrypto",
         ], exclude: ["README.md"]),
@@ -44,13 +44,15 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
-        .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine"]),
+        .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotAssets"]),
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
 
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
+        .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "TestSupport"]),
+        .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "TestSupport"]),

@@ -8,6 +8,8 @@ public actor DaemonConnection {
     /// Requests sent and not yet answered; a reply that arrives before its waiter is parked here.
     private var awaiting: [String: Frame?] = [:]
     private var pending: [String: CheckedContinuation<Frame, any Error>] = [:]
+    /// Intermediate events (install progress) for requests in flight, by request id.
+    private var progressHandlers: [String: @Sendable (Frame) -> Void] = [:]
     private var nextID = 1
     private var reader: Task<Void, Never>?
     private var closed = false
@@ -60,6 +62,10 @@ public actor DaemonConnection {
 
     private func deliver(_ frame: Frame) {
         guard let id = frame.requestID, awaiting.keys.contains(id) else { return }
+        if frame.type.hasSuffix(".progress") {
+            progressHandlers[id]?(frame)
+            return
+        }
         if let waiter = pending.removeValue(forKey: id) {
             awaiting[id] = nil
             waiter.resume(returning: frame)
@@ -78,10 +84,12 @@ public actor DaemonConnection {
 
     /// Sends `event` with a fresh `id` and returns the reply, decoded as `Reply`; an `error` reply
     /// throws ``EarshotError/daemon(_:)``.
-    public func request<Reply: WireEvent>(_ event: some WireEvent, expecting: Reply.Type) async throws -> Reply {
+    public func request<Reply: WireEvent>(_ event: some WireEvent, expecting: Reply.Type, progress: (@Sendable (Frame) -> Void)? = nil) async throws -> Reply {
         guard !closed else { throw EarshotError.disconnected }
         let id = "\(nextID)"
         nextID += 1
+        progressHandlers[id] = progress
+        defer { progressHandlers[id] = nil }
         var frame = try Frame(event)
         frame.data["id"] = .string(id)
         awaiting[id] = .some(nil)
@@ -118,6 +126,9 @@ public actor DaemonConnection {
     public func config() async throws -> ConfigReport {
         try await request(ConfigRequest(), expecting: ConfigReport.self)
     }
+
+    /// Whether the connection still works.
+    public var isOpen: Bool { !closed }
 
     /// Closes the connection.
     public func close() {

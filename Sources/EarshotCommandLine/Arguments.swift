@@ -94,3 +94,11 @@ public struct CommandInvocation: Sendable {
         exit(ExitCode.failure.rawValue)
     }
 }
+
+extension Optional {
+    /// The value, or `error` thrown.
+    public func orThrow(_ error: some Error) throws -> Wrapped {
+        guard let self else { throw error }
+        return self
+    }
+}

@@ -82,7 +82,8 @@ struct DaemonHarness: Sendable {
         await registry.setAppID(hello.appId, for: context.connectionID)
         return Welcome(id: hello.id, protocolVersion: min(hello.protocolVersion, WireProtocol.earshotVersion),
                        daemonVersion: EarshotVersion.string, limits: facts.limits, capabilities: Self.capabilities,
-                       uid: context.peer.uid, admin: context.admin)
+                       uid: context.peer.uid, admin: context.admin,
+                       maxReservedLocales: await assets.assets.maximumReservedLocales(appID: hello.appId))
     }
 
     static func isValidAppID(_ id: String) -> Bool {

@@ -45,7 +45,9 @@ public struct Welcome: WireEvent, Hashable {
     public var uid: UInt32
     /// Whether the peer may use admin operations.
     public var admin: Bool
-    public init(id: String?, protocolVersion: Int, daemonVersion: String, limits: DaemonLimits, capabilities: [String], uid: UInt32, admin: Bool) {
+    /// How many locales this app may reserve (`maximumReservedLocales`).
+    public var maxReservedLocales: Int?
+    public init(id: String?, protocolVersion: Int, daemonVersion: String, limits: DaemonLimits, capabilities: [String], uid: UInt32, admin: Bool, maxReservedLocales: Int? = nil) {
         self.id = id
         self.protocolVersion = protocolVersion
         self.daemonVersion = daemonVersion
@@ -53,9 +55,11 @@ public struct Welcome: WireEvent, Hashable {
         self.capabilities = capabilities
         self.uid = uid
         self.admin = admin
+        self.maxReservedLocales = maxReservedLocales
     }
     enum CodingKeys: String, CodingKey {
         case id, protocolVersion = "protocol_version", daemonVersion = "daemon_version", limits, capabilities, uid, admin
+        case maxReservedLocales = "max_reserved_locales"
     }
 }
 

@@ -21,8 +21,10 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
     public var attributeOptions: [String]
     /// Content hints (e.g. `shortForm`, `farField`, `customizedLanguage`).
     public var contentHints: [String]
+    /// Detectors: `low`, `medium` or `high`.
+    public var sensitivity: String?
 
-    public init(kind: AssetKind, locale: String?, preset: String? = nil, transcriptionOptions: [String] = [], reportingOptions: [String] = [], attributeOptions: [String] = [], contentHints: [String] = []) {
+    public init(kind: AssetKind, locale: String?, preset: String? = nil, transcriptionOptions: [String] = [], reportingOptions: [String] = [], attributeOptions: [String] = [], contentHints: [String] = [], sensitivity: String? = nil) {
         self.kind = kind
         self.locale = locale
         self.preset = preset
@@ -30,12 +32,13 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
         self.reportingOptions = reportingOptions
         self.attributeOptions = attributeOptions
         self.contentHints = contentHints
+        self.sensitivity = sensitivity
     }
 
     enum CodingKeys: String, CodingKey {
         case kind, locale, preset
         case transcriptionOptions = "transcription_options", reportingOptions = "reporting_options"
-        case attributeOptions = "attribute_options", contentHints = "content_hints"
+        case attributeOptions = "attribute_options", contentHints = "content_hints", sensitivity
     }
 
     public init(from decoder: any Decoder) throws {
@@ -47,6 +50,7 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
         reportingOptions = try c.decodeIfPresent([String].self, forKey: .reportingOptions) ?? []
         attributeOptions = try c.decodeIfPresent([String].self, forKey: .attributeOptions) ?? []
         contentHints = try c.decodeIfPresent([String].self, forKey: .contentHints) ?? []
+        sensitivity = try c.decodeIfPresent(String.self, forKey: .sensitivity)
     }
 }
 

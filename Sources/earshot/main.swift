@@ -4,14 +4,19 @@ import EarshotWire
 import Foundation
 
 let usage = """
-    usage: earshot [--socket PATH] COMMAND [--json]
+    usage: earshot [--socket PATH] COMMAND [OPTIONS] [--json]
     commands:
-      status    show the Earshot daemon this user talks to (starts a user daemon if none answers)
+      status                                  the daemon this user talks to (starts a user daemon if none answers)
+      locales [--module KIND] [--installed]   supported (or installed) locales; KIND: transcriber, dictation, detector
+      install --locale L [--module KIND]      install what a module needs, with progress (exit 2: already installed)
+      reservations                            this app's reserved locales
+      reserve L | release L                   reserve or release a locale
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket"], flags: ["json"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module"], flags: ["json", "installed"])
 let arguments = invocation.arguments
 let command = invocation.command
+let json = arguments.has("json")
 
 /// Connects to a daemon, starting a user daemon when none answers.
 func connect() async throws -> DaemonConnection {
@@ -25,16 +30,43 @@ func connect() async throws -> DaemonConnection {
     }
 }
 
+/// The locale argument of `reserve`/`release`.
+func localeArgument() -> String {
+    guard arguments.positional.count == 2 else {
+        Output.error("earshot", "\(command) needs one locale, e.g. earshot \(command) en-US")
+        exit(ExitCode.failure.rawValue)
+    }
+    return arguments.positional[1]
+}
+
 do {
+    let connection = try await connect()
+    var code = ExitCode.success
     switch command {
     case "status":
-        let connection = try await connect()
         let status = try await connection.status()
-        await connection.close()
-        if arguments.has("json") { Output.json(status) } else { StatusPrinter.print(status) }
+        if json { Output.json(status) } else { StatusPrinter.print(status) }
+    case "locales":
+        let kind = try AssetKind(rawValue: arguments.value("module") ?? "transcriber").orThrow(ModuleArguments.Problem.unknownModule(arguments.value("module") ?? ""))
+        let reply = try await connection.request(LocalesRequest(kind: kind, installed: arguments.has("installed")), expecting: LocalesReply.self)
+        if json { Output.json(reply) } else { reply.locales.forEach { print($0) } }
+    case "install":
+        code = try await InstallCommand.run(connection, candidates: ModuleArguments.candidates(arguments), json: json)
+    case "reservations":
+        ReservationPrinter.print(try await connection.request(ReservationsRequest(), expecting: ReservationsReply.self), json: json, showOwner: false)
+    case "reserve":
+        let reply = try await connection.request(ReserveRequest(locale: localeArgument()), expecting: ReserveReply.self)
+        if json { Output.json(reply) } else { print(reply.created ? "reserved" : "already reserved") }
+        code = reply.created ? .success : .nothingToDo
+    case "release":
+        let reply = try await connection.request(ReleaseRequest(locale: localeArgument()), expecting: ReleaseReply.self)
+        if json { Output.json(reply) } else { print(reply.released ? "released" : "not reserved") }
+        code = reply.released ? .success : .nothingToDo
     default:
         invocation.unknownCommand(program: "earshot", usage: usage)
     }
+    await connection.close()
+    exit(code.rawValue)
 } catch {
     Output.error("earshot", "\(error)")
     exit(ExitCode.failure.rawValue)

@@ -4,39 +4,122 @@ import EarshotWire
 import Foundation
 
 let usage = """
-    usage: earshotctl [--socket PATH] COMMAND [--json]
+    usage: earshotctl [--socket PATH] COMMAND [OPTIONS] [--json]
     commands:
-      status    daemon version, uptime, connections and limits
-      config    every config key with its default and effective value
+      status                                   daemon version, uptime, connections and limits
+      config                                   every config key with its default and effective value
+      catalog [show|refresh]                   the merged catalog and its sources (refresh: fetch and verify now)
+      catalog add-asset URL --id ID --kind KIND --engine ENGINE [--locale L]... [--license SPDX]
+              [--format FMT] [--role ROLE=PATH]... [--version N] [--catalog FILE]
+                                               download URL, hash it, inspect the archive and print (or merge into
+                                               the unsigned catalog FILE) an entry for an admin to sign with minisign
+      assets                                   installed assets and running install jobs
+      reservations [--all]                     reservations (--all: every client's)
+      release --locale L [--uid U] [--app A]   release a reservation (another client's: admin)
+      install --locale L [--module KIND]       install what a module needs (exit 2: already installed)
+      cancel ASSET                             stop an asset's install; the partial download is kept
+      gc [--dry-run]                           garbage-collect now; report what is (or would be) freed
+      update                                   refresh catalogs and update installed assets (exit 2: nothing changed)
     """
 
-let invocation = CommandInvocation.parse(program: "earshotctl", usage: usage, valued: ["socket"], flags: ["json"])
+let invocation = CommandInvocation.parse(
+    program: "earshotctl", usage: usage,
+    valued: ["socket", "locale", "module", "uid", "app", "id", "kind", "engine", "license", "format", "role", "version", "catalog"],
+    flags: ["json", "all", "dry-run"])
 let arguments = invocation.arguments
 let command = invocation.command
+let json = arguments.has("json")
+let subcommand = arguments.positional.count > 1 ? arguments.positional[1] : nil
+
+if command == "catalog", subcommand == "add-asset" {
+    exit(await AddAssetCommand.run(arguments).rawValue)
+}
 
 do {
     let connection = try await DaemonConnection.connect(socket: arguments.value("socket"), appID: "org.earshot.earshotctl")
-    defer { Task { await connection.close() } }
+    var code = ExitCode.success
     switch command {
     case "status":
         let status = try await connection.status()
-        if arguments.has("json") {
-            Output.json(status)
-        } else {
-            StatusPrinter.print(status)
-        }
+        if json { Output.json(status) } else { StatusPrinter.print(status) }
     case "config":
         let report = try await connection.config()
-        if arguments.has("json") {
+        if json {
             Output.json(report)
         } else {
             Output.table(["KEY", "DEFAULT", "EFFECTIVE", "SOURCE"],
                          report.entries.map { [$0.key, $0.defaultValue.isEmpty ? "(auto)" : $0.defaultValue, $0.value.isEmpty ? "(auto)" : $0.value, $0.source] })
             for warning in report.warnings { Output.note("warning: \(warning)") }
         }
+    case "catalog":
+        guard subcommand == nil || subcommand == "show" || subcommand == "refresh" else { invocation.unknownCommand(program: "earshotctl", usage: usage) }
+        let reply = try await connection.request(CatalogRequest(refresh: subcommand == "refresh"), expecting: CatalogReply.self)
+        if json {
+            Output.json(reply)
+        } else {
+            Output.table(["SOURCE", "VERSION", "KEY", "REFRESH"], reply.sources.map { [$0.url, $0.version.map(String.init) ?? "-", $0.keyId ?? "-", [$0.outcome, $0.message].compactMap { $0 }.joined(separator: ": ")] })
+            print("")
+            Output.table(["ASSET", "VERSION", "KIND", "ENGINE", "LOCALES", "SIZE", "INSTALLED"],
+                         reply.assets.map { [$0.id, "\($0.version)", $0.kind.rawValue, $0.engine, $0.locales.joined(separator: ","), ProgressDisplay.bytes($0.size), $0.installed ? "yes" : "no"] })
+        }
+        if reply.sources.contains(where: { $0.outcome == "failed" }) { code = .failure }
+    case "assets":
+        let reply = try await connection.request(AssetsRequest(), expecting: AssetsReply.self)
+        if json {
+            Output.json(reply)
+        } else {
+            Output.table(["ASSET", "VERSION", "KIND", "LOCALES", "SIZE", "STATE"], reply.assets.map { asset in
+                let state = [asset.current ? "current" : "superseded", asset.leased ? "in use" : nil, asset.reserved ? "reserved" : "unreserved"].compactMap { $0 }.joined(separator: ", ")
+                return [asset.id, "\(asset.version)", asset.kind.rawValue, asset.locales.joined(separator: ","), ProgressDisplay.bytes(asset.bytes), state]
+            })
+            for job in reply.jobs { print("installing \(job.asset)@\(job.version)") }
+        }
+    case "reservations":
+        let all = arguments.has("all")
+        ReservationPrinter.print(try await connection.request(ReservationsRequest(all: all), expecting: ReservationsReply.self), json: json, showOwner: all)
+    case "release":
+        let locale = try arguments.value("locale").orThrow(ModuleArguments.Problem.missingLocale)
+        let uid = try arguments.value("uid").map { try UInt32($0).orThrow(WireError(.badRequest, "--uid needs a number")) }
+        let reply = try await connection.request(ReleaseRequest(locale: locale, uid: uid, appId: arguments.value("app")), expecting: ReleaseReply.self)
+        if json { Output.json(reply) } else { print(reply.released ? "released" : "no such reservation") }
+        code = reply.released ? .success : .nothingToDo
+    case "install":
+        code = try await InstallCommand.run(connection, candidates: ModuleArguments.candidates(arguments), json: json)
+    case "cancel":
+        guard let asset = subcommand else { invocation.unknownCommand(program: "earshotctl", usage: usage) }
+        let reply = try await connection.request(CancelInstallRequest(asset: asset), expecting: CancelInstallReply.self)
+        if json { Output.json(reply) } else { print(reply.cancelled ? "cancelled the install of \(asset)" : "no install of \(asset) is running") }
+        code = reply.cancelled ? .success : .nothingToDo
+    case "gc":
+        let reply = try await connection.request(GCRequest(dryRun: arguments.has("dry-run")), expecting: GCReply.self)
+        if json {
+            Output.json(reply)
+        } else {
+            for removal in reply.removed { print("\(reply.dryRun ? "would remove" : "removed") \(removal.asset) (\(ProgressDisplay.bytes(removal.bytes)), \(removal.reason))") }
+            for r in reply.expiredReservations { print("expired reservation \(r.uid)/\(r.appId) \(r.locale)") }
+            print("\(reply.dryRun ? "would free" : "freed") \(ProgressDisplay.bytes(reply.freedBytes))")
+        }
+        code = reply.removed.isEmpty && reply.expiredReservations.isEmpty ? .nothingToDo : .success
+    case "update":
+        let display = ProgressDisplay()
+        let reply = try await connection.request(UpdateRequest(), expecting: UpdateReply.self) { frame in
+            if !json, let event = try? frame.decode(InstallProgress.self) { display.show(event) }
+        }
+        display.finish()
+        if json {
+            Output.json(reply)
+        } else {
+            for source in reply.catalogs { print("catalog \(source.url): \(source.outcome ?? "?")\(source.message.map { " (\($0))" } ?? "")") }
+            for line in reply.updated { print("updated \(line)") }
+            for line in reply.failed { Output.note("failed: \(line)") }
+            if !reply.changed { print("nothing to update") }
+        }
+        code = !reply.failed.isEmpty || reply.catalogs.contains { $0.outcome == "failed" } ? .failure : reply.changed ? .success : .nothingToDo
     default:
         invocation.unknownCommand(program: "earshotctl", usage: usage)
     }
+    await connection.close()
+    exit(code.rawValue)
 } catch {
     Output.error("earshotctl", "\(error)")
     exit(ExitCode.failure.rawValue)

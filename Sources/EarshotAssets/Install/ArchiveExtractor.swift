@@ -323,7 +323,11 @@ private struct Session {
             guard status == ARCHIVE_OK else { throw .corrupt(Self.message(reader)) }
             if Int64(size) > maxBytes - total { throw .tooLarge(limit: maxBytes) }
             if size > 0, let buffer {
-                if archive_write_data_block(writer, buffer, size, offset) < ARCHIVE_WARN {
+                // libarchive reports both a failed write(2) (ENOSPC, EIO) and "more data than the header
+                // said" as ARCHIVE_WARN: within the declared size a warning is a failed write and fatal;
+                // beyond it, the lie is caught by counting real bytes.
+                let written = archive_write_data_block(writer, buffer, size, offset)
+                if written < ARCHIVE_WARN || (written == ARCHIVE_WARN && Int64(offset) + Int64(size) <= declared) {
                     throw writeFailure("archive_write_data_block(\(relative))")
                 }
             }

@@ -82,6 +82,13 @@ extension AssetService {
             let signature = try await downloader.fetch(url: url + ".minisig", etag: nil, lastModified: nil, maxBytes: 64 << 10, options: settings.download)
             let verified = try SignedCatalog.verify(catalogBytes: document.body, signatureText: String(decoding: signature.body, as: UTF8.self),
                                                     trustedKeys: trustedKeys, currentVersion: stored?.catalog.version)
+            if let stored, stored.catalog.version == verified.catalog.version {
+                // A catalog changes only with a new version; a different body under the same one is refused.
+                guard stored.body == document.body else {
+                    throw AssetError.verificationFailed("catalog changed without raising its version (\(stored.catalog.version)); keeping the current one")
+                }
+                return CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: nil)
+            }
             let record = StoredCatalog(url: url, catalog: verified.catalog, body: document.body, signature: String(decoding: signature.body, as: UTF8.self),
                                        keyID: verified.keyIDHex, etag: document.etag, lastModified: document.lastModified, fetchedAt: clock.now())
             try await database.write { db in
@@ -92,8 +99,7 @@ extension AssetService {
                           record.etag.map { .text($0) } ?? .null, record.lastModified.map { .text($0) } ?? .null, .double(record.fetchedAt)])
             }
             catalogs[url] = record
-            let changed = stored == nil || stored!.catalog.version != record.catalog.version || stored!.body != record.body
-            return CatalogRefreshResult(url: url, outcome: changed ? .updated : .unchanged, version: record.catalog.version, message: nil)
+            return CatalogRefreshResult(url: url, outcome: .updated, version: record.catalog.version, message: nil)
         } catch {
             log("catalog \(url): \(error); keeping the current one")
             return CatalogRefreshResult(url: url, outcome: .failed, version: stored?.catalog.version, message: "\(error)")

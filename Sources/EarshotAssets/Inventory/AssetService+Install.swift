@@ -79,10 +79,8 @@ extension AssetService {
         do {
             try await perform(job)
             result = .success(())
-        } catch let error as AssetError {
-            result = .failure(error)
         } catch {
-            result = .failure(.internalError("\(error)"))
+            result = .failure(Self.map(error, asset: job.entry))
         }
         if case .failure = result, shuttingDown {
             log("install of \(job.key) interrupted by shutdown; it resumes at the next start")
@@ -101,6 +99,8 @@ extension AssetService {
     /// download → verify → extract into staging → fsync + rename → commit.
     private func perform(_ job: InstallJob) async throws {
         let entry = job.entry
+        // An earlier job for the same version may have committed while this one was being set up.
+        if try await installedVersions(entry.id).contains(where: { $0.entry.version == entry.version }) { return }
         let entryJSON = Array(try JSONEncoder().encode(entry))
         let now = clock.now()
         try await database.write { db in
@@ -142,6 +142,7 @@ extension AssetService {
             throw AssetError.insufficientStorage(needed: entry.installedSize, available: available, path: settings.stateDirectory)
         }
         let staging = settings.stagingDirectory + "/\(entry.id)-\(entry.version)-\(UUID().uuidString.prefix(8))"
+        var placed: String? // renamed into place but not yet committed
         do {
             try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
             let single = entry.format == .file ? entry.files.values.first : nil
@@ -159,6 +160,7 @@ extension AssetService {
             let final = try await BlockingWork.run("earshot.commit") { [settings] in
                 try Self.moveIntoPlace(staging: staging, assets: settings.assetsDirectory, id: entry.id, version: entry.version)
             }
+            placed = final
             let committed = clock.now()
             try await database.write { db in
                 try db.execute("""
@@ -170,7 +172,12 @@ extension AssetService {
             }
         } catch {
             try? FileManager.default.removeItem(atPath: staging)
-            throw Self.map(error, asset: entry)
+            // The commit failed (e.g. the disk filled up): nothing refers to the renamed tree.
+            if let placed { try? FileManager.default.removeItem(atPath: placed) }
+            let failure = Self.map(error, asset: entry)
+            // A download whose archive is rejected will never install: do not keep it in the cache.
+            if case .verificationFailed = failure { Self.removeDownload(download) }
+            throw failure
         }
         Self.removeDownload(download)
     }
@@ -234,7 +241,13 @@ extension AssetService {
             case .insufficientStorage(let needed, let available): return .insufficientStorage(needed: needed, available: available, path: "the download cache")
             default: return .downloadFailed("\(name): \(e)")
             }
-        case let e as ExtractionError: return .verificationFailed("\(name): archive rejected: \(e)")
+        case let e as ExtractionError:
+            if case .io(let io) = e, io.errno == ENOSPC || io.errno == EDQUOT {
+                return .insufficientStorage(needed: asset.installedSize, available: 0, path: io.function)
+            }
+            return .verificationFailed("\(name): archive rejected: \(e)")
+        case let e as DatabaseError where e.code & 0xFF == 13: // SQLITE_FULL: the state filesystem is full
+            return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the state database")
         case let e as SystemError where e.errno == ENOSPC: return .insufficientStorage(needed: asset.installedSize, available: 0, path: e.function)
         case is CancellationError: return .cancelled("install of \(name)")
         default: return .internalError("\(name): \(error)")

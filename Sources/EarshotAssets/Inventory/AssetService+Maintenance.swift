@@ -89,9 +89,11 @@ extension AssetService {
                 }
             }
         }
+        let committing = Set(jobs.keys)
         for id in (try? fm.contentsOfDirectory(atPath: settings.assetsDirectory)) ?? [] {
             let dir = settings.assetsDirectory + "/" + id
-            for version in (try? fm.contentsOfDirectory(atPath: dir)) ?? [] where !known.contains(dir + "/" + version) {
+            // A running job renames its tree into place just before committing the row.
+            for version in (try? fm.contentsOfDirectory(atPath: dir)) ?? [] where !known.contains(dir + "/" + version) && !committing.contains("\(id)@\(version)") {
                 problems.append("\(dir)/\(version) is not recorded")
                 if repair { try fm.removeItem(atPath: dir + "/" + version) }
             }
@@ -168,7 +170,9 @@ extension AssetService {
 
     /// Deletes the rows first, then the directories: a crash in between leaves only unrecorded
     /// directories, which the next start removes.
-    func remove(_ assets: [InstalledAsset]) async throws {
+    func remove(_ candidates: [InstalledAsset]) async throws {
+        // A session may have leased one since the caller looked.
+        let assets = candidates.filter { leases[$0.key] == nil }
         guard !assets.isEmpty else { return }
         try await database.write { db in
             for asset in assets {
@@ -177,7 +181,12 @@ extension AssetService {
         }
         let paths = assets.map(\.path)
         await BlockingWork.run("earshot.gc") {
-            for path in paths { try? FileManager.default.removeItem(atPath: path) }
+            for path in paths {
+                try? FileManager.default.removeItem(atPath: path)
+                // Drop `assets/<id>` once its last version is gone.
+                let parent = (path as NSString).deletingLastPathComponent
+                if (try? FileManager.default.contentsOfDirectory(atPath: parent))?.isEmpty == true { try? FileManager.default.removeItem(atPath: parent) }
+            }
         }
         for asset in assets { log("removed \(asset.key) (\(asset.bytes) bytes)") }
     }

@@ -18,10 +18,8 @@ extension AssetService {
     func reserve(_ locales: [String], for client: ClientIdentity) async throws -> [String] {
         var canonical: [String] = []
         for locale in locales {
-            guard let tag = LocaleTag(locale),
-                  let match = LocaleTag.bestMatch(for: tag, in: Set(catalogAssets.flatMap(\.locales).compactMap(LocaleTag.init)).sorted { $0.description < $1.description })
-            else { throw AssetError.unsupportedLocale(locale) }
-            if !canonical.contains(match.description) { canonical.append(match.description) }
+            guard let match = catalogLocale(serving: locale) else { throw AssetError.unsupportedLocale(locale) }
+            if !canonical.contains(match) { canonical.append(match) }
         }
         let maximum = maximumReservedLocales(appID: client.appID)
         let now = clock.now()
@@ -43,10 +41,15 @@ extension AssetService {
     /// Releases `client`'s reservation of `locale`; returns whether one was removed. Install jobs no
     /// remaining reservation needs are cancelled (their partial downloads stay for a later resume).
     public func release(_ locale: String, for client: ClientIdentity) async throws -> Bool {
-        let canonical = LocaleTag(locale)?.description ?? locale
+        // Stored under the catalog locale serving it (`fr` for `fr-CA`), as `reserve` does.
+        let spellings = Set([catalogLocale(serving: locale), LocaleTag(locale)?.description ?? locale].compactMap { $0 })
         let removed = try await database.write { db in
-            try db.execute("DELETE FROM reservations WHERE uid = ? AND app_id = ? AND locale = ?", [.int(Int64(client.uid)), .text(client.appID), .text(canonical)])
-            return db.changes > 0
+            var removed = false
+            for canonical in spellings {
+                try db.execute("DELETE FROM reservations WHERE uid = ? AND app_id = ? AND locale = ?", [.int(Int64(client.uid)), .text(client.appID), .text(canonical)])
+                removed = removed || db.changes > 0
+            }
+            return removed
         }
         if removed { try await cancelUnneededJobs() }
         return removed
@@ -66,7 +69,7 @@ extension AssetService {
 
     /// Marks `client`'s reservations of `locales` as used now (expiry counts from the last use).
     func touchReservations(_ locales: [String], for client: ClientIdentity) async throws {
-        let tags = locales.compactMap { LocaleTag($0)?.description }
+        let tags = Set(locales.compactMap { catalogLocale(serving: $0) ?? LocaleTag($0)?.description })
         guard !tags.isEmpty else { return }
         let now = clock.now()
         try await database.write { db in
@@ -74,6 +77,14 @@ extension AssetService {
                 try db.execute("UPDATE reservations SET last_used = ? WHERE uid = ? AND app_id = ? AND locale = ?", [.double(now), .int(Int64(client.uid)), .text(client.appID), .text(locale)])
             }
         }
+    }
+
+    /// The catalog locale a reservation of `locale` is stored under: the best match among every
+    /// catalog locale (`fr` for `fr-CA` when the catalog lists `fr`), or nil when none serves it.
+    func catalogLocale(serving locale: String) -> String? {
+        guard let tag = LocaleTag(locale) else { return nil }
+        let supported = Set(catalogAssets.flatMap(\.locales).compactMap(LocaleTag.init)).sorted { $0.description < $1.description }
+        return LocaleTag.bestMatch(for: tag, in: supported)?.description
     }
 
     /// Whether any reservation needs `asset`: one for a locale it serves, or — for a

@@ -103,15 +103,26 @@ public actor AssetService {
         reloadKeys()
         try await loadStoredCatalogs()
         try await reconcile(repair: true)
+        // Local sources load before the daemon answers anyone; remote ones in run().
+        if settings.catalogURLs.contains(where: { catalogs[$0] == nil && $0.lowercased().hasPrefix("file:") }) {
+            await refreshMissingCatalogs()
+        }
         for pending in try await pendingJobs() {
             log("resuming install of \(pending.entry.id)@\(pending.entry.version)")
             _ = job(for: pending.entry, bandwidthLimit: pending.bandwidthLimit, isUpdate: pending.isUpdate)
         }
     }
 
-    /// Runs install jobs and periodic GC until cancelled.
+    /// Fetches configured catalog sources for which nothing is stored yet (first start, new source).
+    func refreshMissingCatalogs() async {
+        guard settings.catalogURLs.contains(where: { catalogs[$0] == nil }) else { return }
+        for result in await refreshCatalogs() { log("catalog \(result.url): \(result.outcome.rawValue)\(result.message.map { " (\($0))" } ?? "")") }
+    }
+
+    /// Fetches missing catalogs, then runs install jobs and periodic GC until cancelled.
     public func run() async {
         await withDiscardingTaskGroup { group in
+            group.addTask { [self] in await refreshMissingCatalogs() }
             group.addTask { [self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(settings.gcInterval))

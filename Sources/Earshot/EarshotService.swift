@@ -1,0 +1,64 @@
+import EarshotWire
+import Foundation
+
+/// The process-wide connection the Apple-shaped API uses (`AssetInventory`, the modules' static
+/// members). Connects lazily; reconnects after the daemon restarts.
+public actor EarshotService {
+    /// The shared instance.
+    public static let shared = EarshotService()
+
+    private var appID: String = EarshotService.defaultAppID
+    private var socket: String?
+    private var connection: DaemonConnection?
+    private let cache = QuotaCache()
+
+    /// Sets the app id reservations are kept under (default: `org.earshot.app.<executable>`) and,
+    /// optionally, the daemon socket. Takes effect at the next connection.
+    public func configure(appID: String, socket: String? = nil) async {
+        self.appID = appID
+        self.socket = socket
+        await connection?.close()
+        connection = nil
+    }
+
+    /// The app id in use.
+    public var currentAppID: String { appID }
+
+    static var defaultAppID: String {
+        let name = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } ?? "app")
+            .unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || "-_".unicodeScalars.contains($0) ? Character($0) : "-" }
+        return "org.earshot.app." + String(name).prefix(200)
+    }
+
+    /// The live connection, made on first use.
+    public func connection() async throws -> DaemonConnection {
+        if let connection, await connection.isOpen { return connection }
+        let fresh = try await DaemonConnection.connect(socket: socket, appID: appID)
+        connection = fresh
+        if let quota = await fresh.welcome?.maxReservedLocales { cache.set(quota) }
+        return fresh
+    }
+
+    /// Sends `event` and returns the typed reply, reconnecting once if the daemon went away.
+    func request<Reply: WireEvent>(_ event: some WireEvent, expecting: Reply.Type, progress: (@Sendable (Frame) -> Void)? = nil) async throws -> Reply {
+        do {
+            return try await connection().request(event, expecting: Reply.self, progress: progress)
+        } catch EarshotError.disconnected {
+            connection = nil
+            return try await connection().request(event, expecting: Reply.self, progress: progress)
+        }
+    }
+
+    /// The last quota the daemon announced (synchronous, as Apple's `maximumReservedLocales`).
+    nonisolated var cachedQuota: Int? { cache.value }
+
+    func rememberQuota(_ value: Int) { cache.set(value) }
+}
+
+/// A lock-protected value readable without awaiting.
+final class QuotaCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Int?
+    var value: Int? { lock.withLock { stored } }
+    func set(_ value: Int) { lock.withLock { stored = value } }
+}

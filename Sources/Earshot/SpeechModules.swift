@@ -1,0 +1,251 @@
+import EarshotWire
+import Foundation
+
+/// An analysis module: what it needs is described by its configuration, never by an asset name.
+public protocol SpeechModule: Sendable {
+    /// The configuration the daemon resolves to assets.
+    var moduleConfiguration: ModuleConfiguration { get }
+}
+
+/// A module whose assets depend on a locale.
+public protocol LocaleDependentSpeechModule: SpeechModule {
+    /// The module's kind, for the static locale queries.
+    static var assetKind: AssetKind { get }
+}
+
+extension LocaleDependentSpeechModule {
+    /// Locales the daemon can serve for this module (installed or downloadable).
+    public static var supportedLocales: [Locale] {
+        get async { await LocaleQuery.locales(kind: assetKind, installed: false) }
+    }
+
+    /// Locales whose assets are installed.
+    public static var installedLocales: [Locale] {
+        get async { await LocaleQuery.locales(kind: assetKind, installed: true) }
+    }
+
+    /// The supported locale equivalent to `locale` (BCP-47 aware: `en_US`, `en-US-u-…` and, where
+    /// only the language is served, `en` all match), or nil.
+    public static func supportedLocale(equivalentTo locale: Locale) async -> Locale? {
+        let reply = try? await EarshotService.shared.request(
+            LocalesRequest(kind: assetKind, equivalentTo: locale.identifier), expecting: LocalesReply.self)
+        return reply?.locales.first.map { Locale(identifier: $0) }
+    }
+}
+
+enum LocaleQuery {
+    static func locales(kind: AssetKind, installed: Bool) async -> [Locale] {
+        let reply = try? await EarshotService.shared.request(LocalesRequest(kind: kind, installed: installed), expecting: LocalesReply.self)
+        return (reply?.locales ?? []).map { Locale(identifier: $0) }
+    }
+}
+
+/// Modern speech-to-text (Apple's `SpeechTranscriber`).
+public final class SpeechTranscriber: LocaleDependentSpeechModule {
+    public static let assetKind = AssetKind.transcriber
+
+    public enum TranscriptionOption: String, CaseIterable, Hashable, Sendable {
+        /// Replaces certain words and phrases with a redacted form.
+        case etiquetteReplacements
+    }
+
+    public enum ReportingOption: String, CaseIterable, Hashable, Sendable {
+        /// Alternative transcriptions besides the most likely one.
+        case alternativeTranscriptions
+        /// Faster, less accurate results.
+        case fastResults
+        /// Tentative results for a range before the final one.
+        case volatileResults
+    }
+
+    public enum ResultAttributeOption: String, CaseIterable, Hashable, Sendable {
+        /// Time-code attributes on the transcription's runs.
+        case audioTimeRange
+        /// Confidence attributes on the transcription's runs.
+        case transcriptionConfidence
+    }
+
+    /// A named bundle of options (Apple's preset matrix).
+    public struct Preset: Hashable, Sendable {
+        public var transcriptionOptions: Set<TranscriptionOption>
+        public var reportingOptions: Set<ReportingOption>
+        public var attributeOptions: Set<ResultAttributeOption>
+        let name: String?
+
+        public init(transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
+            self.init(name: nil, transcriptionOptions, reportingOptions, attributeOptions)
+        }
+
+        init(name: String?, _ t: Set<TranscriptionOption>, _ r: Set<ReportingOption>, _ a: Set<ResultAttributeOption>) {
+            self.name = name
+            transcriptionOptions = t
+            reportingOptions = r
+            attributeOptions = a
+        }
+
+        /// Basic, accurate transcription.
+        public static let transcription = Preset(name: "transcription", [], [], [])
+        /// Transcription with editing suggestions.
+        public static let transcriptionWithAlternatives = Preset(name: "transcriptionWithAlternatives", [], [.alternativeTranscriptions], [])
+        /// With editing suggestions, cross-referenced to source audio.
+        public static let timeIndexedTranscriptionWithAlternatives = Preset(name: "timeIndexedTranscriptionWithAlternatives", [], [.alternativeTranscriptions], [.audioTimeRange])
+        /// Immediate transcription of live audio.
+        public static let progressiveTranscription = Preset(name: "progressiveTranscription", [], [.volatileResults, .fastResults], [])
+        /// Immediate transcription of live audio, cross-referenced to stream time-codes.
+        public static let timeIndexedProgressiveTranscription = Preset(name: "timeIndexedProgressiveTranscription", [], [.volatileResults, .fastResults], [.audioTimeRange])
+    }
+
+    public let locale: Locale
+    public let transcriptionOptions: Set<TranscriptionOption>
+    public let reportingOptions: Set<ReportingOption>
+    public let attributeOptions: Set<ResultAttributeOption>
+    private let presetName: String?
+
+    public init(locale: Locale, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
+        self.locale = locale
+        self.transcriptionOptions = transcriptionOptions
+        self.reportingOptions = reportingOptions
+        self.attributeOptions = attributeOptions
+        presetName = nil
+    }
+
+    public init(locale: Locale, preset: Preset) {
+        self.locale = locale
+        transcriptionOptions = preset.transcriptionOptions
+        reportingOptions = preset.reportingOptions
+        attributeOptions = preset.attributeOptions
+        presetName = preset.name
+    }
+
+    /// Whether this machine can run the module (the engines are built in; the daemon decides on assets).
+    public static var isAvailable: Bool { true }
+
+    public var moduleConfiguration: ModuleConfiguration {
+        ModuleConfiguration(kind: .transcriber, locale: locale.identifier, preset: presetName,
+                            transcriptionOptions: transcriptionOptions.map(\.rawValue).sorted(),
+                            reportingOptions: reportingOptions.map(\.rawValue).sorted(),
+                            attributeOptions: attributeOptions.map(\.rawValue).sorted())
+    }
+}
+
+/// Dictation-style recognition with content hints and custom vocabulary (Apple's `DictationTranscriber`).
+public final class DictationTranscriber: LocaleDependentSpeechModule {
+    public static let assetKind = AssetKind.dictation
+
+    public enum TranscriptionOption: String, CaseIterable, Hashable, Sendable {
+        case punctuation, emoji, etiquetteReplacements
+    }
+
+    public enum ReportingOption: String, CaseIterable, Hashable, Sendable {
+        case volatileResults, alternativeTranscriptions, frequentFinalization
+    }
+
+    public enum ResultAttributeOption: String, CaseIterable, Hashable, Sendable {
+        case audioTimeRange, transcriptionConfidence
+    }
+
+    /// A processing hint about the audio; a bias, not a filter.
+    public struct ContentHint: Hashable, Sendable {
+        let name: String
+        /// Audio about a minute long.
+        public static let shortForm = ContentHint(name: "shortForm")
+        /// A speaker far from the microphone.
+        public static let farField = ContentHint(name: "farField")
+        /// A heavy accent, lisp or other confounding factor.
+        public static let atypicalSpeech = ContentHint(name: "atypicalSpeech")
+    }
+
+    /// A named bundle of hints and options (Apple's preset matrix).
+    public struct Preset: Hashable, Sendable {
+        public var contentHints: Set<ContentHint>
+        public var transcriptionOptions: Set<TranscriptionOption>
+        public var reportingOptions: Set<ReportingOption>
+        public var attributeOptions: Set<ResultAttributeOption>
+        let name: String?
+
+        public init(contentHints: Set<ContentHint>, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
+            self.init(name: nil, contentHints, transcriptionOptions, reportingOptions, attributeOptions)
+        }
+
+        init(name: String?, _ h: Set<ContentHint>, _ t: Set<TranscriptionOption>, _ r: Set<ReportingOption>, _ a: Set<ResultAttributeOption>) {
+            self.name = name
+            contentHints = h
+            transcriptionOptions = t
+            reportingOptions = r
+            attributeOptions = a
+        }
+
+        /// A short phrase without punctuation.
+        public static let phrase = Preset(name: "phrase", [.shortForm], [], [], [])
+        /// About a minute of audio.
+        public static let shortDictation = Preset(name: "shortDictation", [.shortForm], [.punctuation], [], [])
+        /// Immediate transcription of about a minute of live audio.
+        public static let progressiveShortDictation = Preset(name: "progressiveShortDictation", [.shortForm], [.punctuation], [.volatileResults, .frequentFinalization], [])
+        /// More than a minute of audio.
+        public static let longDictation = Preset(name: "longDictation", [], [.punctuation], [], [])
+        /// Immediate transcription of lengthy audio.
+        public static let progressiveLongDictation = Preset(name: "progressiveLongDictation", [], [.punctuation], [.volatileResults], [])
+        /// Lengthy audio, cross-referencing words to time-codes.
+        public static let timeIndexedLongDictation = Preset(name: "timeIndexedLongDictation", [], [.punctuation], [], [.audioTimeRange])
+    }
+
+    public let locale: Locale
+    public let contentHints: Set<ContentHint>
+    public let transcriptionOptions: Set<TranscriptionOption>
+    public let reportingOptions: Set<ReportingOption>
+    public let attributeOptions: Set<ResultAttributeOption>
+    private let presetName: String?
+
+    public init(locale: Locale, contentHints: Set<ContentHint>, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
+        self.locale = locale
+        self.contentHints = contentHints
+        self.transcriptionOptions = transcriptionOptions
+        self.reportingOptions = reportingOptions
+        self.attributeOptions = attributeOptions
+        presetName = nil
+    }
+
+    public init(locale: Locale, preset: Preset) {
+        self.locale = locale
+        contentHints = preset.contentHints
+        transcriptionOptions = preset.transcriptionOptions
+        reportingOptions = preset.reportingOptions
+        attributeOptions = preset.attributeOptions
+        presetName = preset.name
+    }
+
+    public var moduleConfiguration: ModuleConfiguration {
+        ModuleConfiguration(kind: .dictation, locale: locale.identifier, preset: presetName,
+                            transcriptionOptions: transcriptionOptions.map(\.rawValue).sorted(),
+                            reportingOptions: reportingOptions.map(\.rawValue).sorted(),
+                            attributeOptions: attributeOptions.map(\.rawValue).sorted(),
+                            contentHints: contentHints.map(\.name).sorted())
+    }
+}
+
+/// Voice activity detection (Apple's `SpeechDetector`): language-independent.
+public final class SpeechDetector: SpeechModule {
+    /// How eagerly audio counts as speech.
+    public enum SensitivityLevel: String, CaseIterable, Hashable, Sendable {
+        case low, medium, high
+    }
+
+    public struct DetectionOptions: Hashable, Sendable {
+        public var sensitivityLevel: SensitivityLevel
+        public init(sensitivityLevel: SensitivityLevel) { self.sensitivityLevel = sensitivityLevel }
+    }
+
+    public let detectionOptions: DetectionOptions
+    /// Whether the detector emits speech/no-speech results itself (besides gating transcribers).
+    public let reportResults: Bool
+
+    public init(detectionOptions: DetectionOptions = DetectionOptions(sensitivityLevel: .medium), reportResults: Bool = false) {
+        self.detectionOptions = detectionOptions
+        self.reportResults = reportResults
+    }
+
+    public var moduleConfiguration: ModuleConfiguration {
+        ModuleConfiguration(kind: .detector, locale: nil, reportingOptions: reportResults ? ["reportResults"] : [],
+                            sensitivity: detectionOptions.sensitivityLevel.rawValue)
+    }
+}

@@ -1,0 +1,30 @@
+import Earshot
+import EarshotWire
+
+/// `install --locale L [--module kind]`, shared by `earshot` and `earshotctl`.
+public enum InstallCommand {
+    /// Installs the first candidate module the daemon supports, with progress on stderr. Returns
+    /// `.nothingToDo` when it was installed already.
+    public static func run(_ connection: DaemonConnection, candidates: [ModuleConfiguration], json: Bool) async throws -> ExitCode {
+        let statuses = try await connection.request(ModuleStatusRequest(modules: candidates), expecting: ModuleStatusReply.self).modules
+        guard let index = statuses.firstIndex(where: { $0 != .unsupported }) else {
+            let locale = candidates.first?.locale ?? "-"
+            throw EarshotError.daemon(WireError(.unsupportedLocale, "no catalog asset supports \(candidates.map(\.kind.rawValue).joined(separator: " or ")) for locale \(locale)"))
+        }
+        let module = candidates[index]
+        let display = ProgressDisplay()
+        let reply = try await connection.request(InstallRequest(modules: [module]), expecting: InstallReply.self) { frame in
+            if !json, let event = try? frame.decode(InstallProgress.self) { display.show(event) }
+        }
+        display.finish()
+        if json {
+            Output.json(reply)
+        } else if reply.nothingToDo {
+            print("\(module.kind.rawValue) for \(module.locale ?? "any locale") is already installed")
+        } else {
+            print("installed \(reply.installed.joined(separator: ", ")) for \([module.kind.rawValue, module.locale].compactMap { $0 }.joined(separator: " "))")
+            if !reply.reserved.isEmpty { print("reserved \(reply.reserved.joined(separator: ", "))") }
+        }
+        return reply.nothingToDo ? .nothingToDo : .success
+    }
+}

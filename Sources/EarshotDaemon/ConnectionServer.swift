@@ -32,23 +32,27 @@ struct ConnectionServer: Sendable {
         }
         let fields = ["connection": "\(id)", "peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"]
         logger.debug("connection opened", fields)
-        var context = RequestContext(connectionID: id, peer: connection.peer, admin: connection.admin)
+        let state = ConnectionState(owner: id, channel: channel)
+        var context = RequestContext(connectionID: id, peer: connection.peer, admin: connection.admin, state: state)
         let progress: @Sendable (Frame) -> Void = { channel.post($0) }
         do {
             try await withThrowingDiscardingTaskGroup { group in
+                // Sessions that finished give back what they held.
+                group.addTask {
+                    for await session in state.finishedSessions { await harness.speech.cleanUp(session, state: state) }
+                }
+                defer { state.endCleanups() }
                 for try await frame in channel.frames {
                     guard await registry.beginRequest(id) else { break }
                     if DaemonHarness.isLongRunning(frame.type) {
                         // Downloads may take minutes: serve them beside the connection's other requests.
                         var snapshot = context
                         group.addTask {
-                            let reply = await harness.handle(frame, context: &snapshot, progress: progress)
-                            try? await channel.send(reply)
+                            for reply in await harness.handle(frame, context: &snapshot, progress: progress) { try? await channel.send(reply) }
                             await registry.endRequest(id)
                         }
                     } else {
-                        let reply = await harness.handle(frame, context: &context, progress: progress)
-                        try await channel.send(reply)
+                        for reply in await harness.handle(frame, context: &context, progress: progress) { try await channel.send(reply) }
                         await registry.endRequest(id)
                     }
                 }
@@ -62,6 +66,7 @@ struct ConnectionServer: Sendable {
             logger.info("connection ended: \(error)", fields)
             channel.close()
         }
+        await harness.speech.connectionClosed(state)
         await registry.remove(id)
         logger.debug("connection closed", fields)
     }

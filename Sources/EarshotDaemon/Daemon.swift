@@ -81,7 +81,11 @@ public struct Daemon: Sendable {
         let registry = ConnectionRegistry()
         let facts = DaemonFacts(config: config, paths: paths, socketPath: listener.path, socketActivated: listener.activated,
                                 started: .now, limits: limits)
-        let server = ConnectionServer(harness: DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets)), registry: registry, logger: logger,
+        let speech = SpeechService(settings: SpeechSettings(
+            maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
+            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")))
+        let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets), speech: SpeechHarness(speech: speech, assets: assets))
+        let server = ConnectionServer(harness: harness, registry: registry, logger: logger,
                                       channelOptions: FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec")),
                                       maxConnections: limits.maxConnections)
         let adminGroup = config["Daemon.AdminGroup"]
@@ -103,6 +107,14 @@ public struct Daemon: Sendable {
             }
             group.addTask {
                 await assets.run()
+                return .assetsStopped
+            }
+            group.addTask {
+                // Lingering models unload when their time is up.
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    await speech.evict()
+                }
                 return .assetsStopped
             }
             if let interval = manager.watchdogInterval {
@@ -127,6 +139,7 @@ public struct Daemon: Sendable {
                     manager.notify("STOPPING=1\nSTATUS=Shutting down")
                     listener.stop()
                     await registry.beginShutdown()
+                    await speech.abandonAll()
                     await assets.shutdown()
                     group.addTask {
                         try? await Task.sleep(for: .seconds(shutdownTimeout))

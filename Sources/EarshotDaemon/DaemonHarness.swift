@@ -9,6 +9,8 @@ struct RequestContext: Sendable {
     let peer: PeerCredentials
     let admin: Bool
     var appID: String?
+    /// Sessions and Wyoming state of the connection.
+    let state: ConnectionState
 }
 
 /// Facts about the running daemon that requests report.
@@ -27,27 +29,30 @@ struct DaemonHarness: Sendable {
     let facts: DaemonFacts
     let registry: ConnectionRegistry
     let assets: AssetHarness
+    let speech: SpeechHarness
 
-    static let capabilities = ["wyoming-describe", "wyoming-ping", "assets"]
+    static let capabilities = ["wyoming-describe", "wyoming-ping", "wyoming-asr", "assets", "analysis"]
 
     /// Whether `type` may run concurrently with the connection's later requests.
     static func isLongRunning(_ type: String) -> Bool { AssetHarness.longRunning.contains(type) }
 
-    /// Answers one request; `progress` carries intermediate events (install progress).
-    func handle(_ frame: Frame, context: inout RequestContext, progress: @escaping @Sendable (Frame) -> Void) async -> Frame {
+    /// Answers one request (replies in order, possibly none); `progress` carries intermediate
+    /// events (install progress).
+    func handle(_ frame: Frame, context: inout RequestContext, progress: @escaping @Sendable (Frame) -> Void) async -> [Frame] {
         do {
             switch frame.type {
-            case Describe.eventType: return try Frame(info())
-            case Ping.eventType: return try Frame(Pong(text: frame.decode(Ping.self).text))
-            case Hello.eventType: return try await Frame(hello(frame.decode(Hello.self), context: &context))
-            case StatusRequest.eventType: return try await Frame(status(frame.decode(StatusRequest.self)))
-            case ConfigRequest.eventType: return try Frame(configReport(frame.decode(ConfigRequest.self)))
+            case Describe.eventType: return [try Frame(await info())]
+            case Ping.eventType: return [try Frame(Pong(text: frame.decode(Ping.self).text))]
+            case Hello.eventType: return [try await Frame(hello(frame.decode(Hello.self), context: &context))]
+            case StatusRequest.eventType: return [try await Frame(status(frame.decode(StatusRequest.self)))]
+            case ConfigRequest.eventType: return [try Frame(configReport(frame.decode(ConfigRequest.self)))]
             default:
-                if let reply = try await assets.handle(frame, context: context, progress: progress) { return reply }
+                if let reply = try await assets.handle(frame, context: context, progress: progress) { return [reply] }
+                if let replies = try await speech.handle(frame, context: context) { return replies }
                 throw WireError(.unknownEvent, "unknown event type '\(frame.type)'")
             }
         } catch {
-            return Self.errorFrame(error, id: frame.requestID)
+            return [Self.errorFrame(error, id: frame.requestID)]
         }
     }
 
@@ -64,11 +69,18 @@ struct DaemonHarness: Sendable {
         return (try? Frame(ErrorEvent(wire, id: id))) ?? Frame(type: ErrorEvent.eventType)
     }
 
-    func info() -> Info {
-        Info(asr: [AsrProgram(
+    /// What Wyoming clients see: the installed speech models and their languages.
+    func info() async -> Info {
+        let installed = (try? await assets.assets.installedAssets().filter { $0.current && $0.entry.kind != .detector }) ?? []
+        let models = installed.map { asset in
+            AsrModel(name: asset.entry.id, attribution: Attribution(name: asset.entry.license, url: ""), installed: true,
+                     description: asset.entry.description, version: "\(asset.entry.version)",
+                     languages: asset.entry.locales.compactMap { LocaleTag($0)?.description })
+        }
+        return Info(asr: [AsrProgram(
             name: "earshot", attribution: Attribution(name: "Earshot", url: ""),
             installed: true, description: "Earshot on-device speech-to-text service", version: EarshotVersion.string,
-            models: [], supportsTranscriptStreaming: false)])
+            models: models, supportsTranscriptStreaming: true)])
     }
 
     func hello(_ hello: Hello, context: inout RequestContext) async throws -> Welcome {

@@ -19,8 +19,9 @@ extension AssetService {
     public func install(_ modules: [ModuleConfiguration], for client: ClientIdentity, progress: @escaping @Sendable (InstallProgress) -> Void) async throws -> InstallOutcome {
         var assets: [CatalogAsset] = []
         for module in modules {
-            let asset = try resolve(module)
-            if !assets.contains(where: { $0.id == asset.id }) { assets.append(asset) }
+            for asset in try requiredAssets(module) where !assets.contains(where: { $0.id == asset.id }) {
+                assets.append(asset)
+            }
         }
         let installed = try await installedAssets()
         let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }

@@ -98,3 +98,10 @@ extension AssetService {
         }
     }
 }
+
+extension AssetService {
+    /// A session of `client` uses `modules`: their reservations count as used now (expiry).
+    public func noteUse(of modules: [ModuleConfiguration], by client: ClientIdentity) async {
+        try? await touchReservations(modules.compactMap(\.locale), for: client)
+    }
+}

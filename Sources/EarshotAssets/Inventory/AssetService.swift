@@ -183,6 +183,14 @@ public actor AssetService {
         return best
     }
 
+    /// Every asset `module` needs: its own, plus — for transcribers and dictation, which are cut into
+    /// speech segments by voice activity detection — the detector asset.
+    func requiredAssets(_ module: ModuleConfiguration) throws(AssetError) -> [CatalogAsset] {
+        let own = try resolve(module)
+        guard module.kind != .detector, let detector = try? resolve(ModuleConfiguration(kind: .detector, locale: nil)) else { return [own] }
+        return [own, detector]
+    }
+
     /// How well an asset fits what a module asks for; higher is better, version breaks ties.
     private func score(_ asset: CatalogAsset, for module: ModuleConfiguration) -> Int {
         let caps = asset.capabilities
@@ -201,9 +209,10 @@ public actor AssetService {
 
     /// The status of one module (Apple's four states).
     func status(of module: ModuleConfiguration, installed: [InstalledAsset]) -> AssetStatus {
-        guard let asset = try? resolve(module) else { return .unsupported }
-        if installed.contains(where: { $0.entry.id == asset.id }) { return .installed }
-        if jobs.values.contains(where: { $0.entry.id == asset.id }) { return .downloading }
+        guard let assets = try? requiredAssets(module) else { return .unsupported }
+        let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
+        if missing.isEmpty { return .installed }
+        if missing.allSatisfy({ asset in jobs.values.contains { $0.entry.id == asset.id } }) { return .downloading }
         return .supported
     }
 

@@ -1,0 +1,51 @@
+import EarshotAssets
+import EarshotSpeech
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// Per-connection state the speech requests keep between frames: open sessions with the asset
+/// leases they hold, and the Wyoming ASR transcription in progress. Sessions end (and their
+/// leases go back) when they finish or when the connection closes.
+final class ConnectionState: @unchecked Sendable {
+    struct OpenSession {
+        var session: AnalysisSession
+        var leases: [AssetLease]
+    }
+
+    let owner: Int
+    let channel: FrameChannel
+    /// Session ids whose `finished` event went out: cleaned up by the connection's task.
+    let finishedSessions: AsyncStream<String>
+    private let finishedContinuation: AsyncStream<String>.Continuation
+    private let lock = NSLock()
+    private var sessions: [String: OpenSession] = [:]
+    /// The Wyoming `transcribe` in progress.
+    var wyoming: WyomingTranscription? {
+        get { lock.withLock { storedWyoming } }
+        set { lock.withLock { storedWyoming = newValue } }
+    }
+    private var storedWyoming: WyomingTranscription?
+
+    init(owner: Int, channel: FrameChannel) {
+        self.owner = owner
+        self.channel = channel
+        (finishedSessions, finishedContinuation) = AsyncStream.makeStream(of: String.self)
+    }
+
+    func add(_ id: String, _ open: OpenSession) { lock.withLock { sessions[id] = open } }
+    func session(_ id: String) -> AnalysisSession? { lock.withLock { sessions[id]?.session } }
+    func remove(_ id: String) -> OpenSession? { lock.withLock { sessions.removeValue(forKey: id) } }
+    func removeAll() -> [OpenSession] {
+        lock.withLock {
+            defer { sessions = [:] }
+            return Array(sessions.values)
+        }
+    }
+
+    /// Called from a session's queue when it finished.
+    func sessionFinished(_ id: String) { finishedContinuation.yield(id) }
+
+    /// No more cleanups will be requested (the connection is closing).
+    func endCleanups() { finishedContinuation.finish() }
+}

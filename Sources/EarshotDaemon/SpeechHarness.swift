@@ -1,0 +1,125 @@
+import EarshotAssets
+import EarshotAudio
+import EarshotSpeech
+import EarshotWire
+import Foundation
+
+/// Analysis requests (`earshot.analyzer.*`) and the Wyoming ASR path: lease the assets, open
+/// sessions on ``SpeechService``, route audio, turn session events into frames.
+struct SpeechHarness: Sendable {
+    let speech: SpeechService
+    let assets: AssetService
+
+    /// Handles `frame` if it is a speech request: replies (possibly none), or nil if not one.
+    func handle(_ frame: Frame, context: RequestContext) async throws -> [Frame]? {
+        let state = context.state
+        switch frame.type {
+        case AnalyzerOpen.eventType:
+            let request = try frame.decode(AnalyzerOpen.self)
+            let session = try await open(request.modules, options: request.options, context: request.context, requester: context) { id, event in
+                if let frame = Self.frame(for: event, session: id) { state.channel.post(frame) }
+                if case .finished = event { state.sessionFinished(id) }
+            }
+            return [try Frame(AnalyzerOpened(id: request.id, session: session.id, audioFormats: [.speech16k]))]
+        case AnalyzerAudio.eventType:
+            let audio = try frame.decode(AnalyzerAudio.self)
+            guard let session = state.session(audio.session) else {
+                throw WireError(.notFound, "no open analysis session '\(audio.session)' on this connection")
+            }
+            await session.accept(frame.payload, format: AudioFormatSpec(rate: audio.rate, width: audio.width, channels: audio.channels), start: audio.start)
+            return []
+        case AnalyzerControl.eventType:
+            let control = try frame.decode(AnalyzerControl.self)
+            guard let session = state.session(control.session) else {
+                throw WireError(.notFound, "no open analysis session '\(control.session)' on this connection")
+            }
+            let last = try await self.control(control, session: session, requester: context)
+            return [try Frame(AnalyzerControlDone(id: control.id, session: control.session, lastSampleTime: last))]
+        case Transcribe.eventType, AudioStart.eventType, AudioChunk.eventType, AudioStop.eventType:
+            return try await WyomingTranscriber(harness: self).handle(frame, context: context)
+        default:
+            return nil
+        }
+    }
+
+    /// Leases the assets `modules` need and opens a session on them.
+    func open(_ modules: [ModuleConfiguration], options: AnalysisOptions, context analysisContext: AnalysisContextData, requester: RequestContext,
+              emit: @escaping @Sendable (String, SessionEvent) -> Void) async throws -> AnalysisSession {
+        guard !modules.isEmpty else { throw WireError(.badRequest, "a session needs at least one module") }
+        guard modules.contains(where: { $0.kind != .detector }) else {
+            throw WireError(.badRequest, "a SpeechDetector only works together with a SpeechTranscriber or DictationTranscriber")
+        }
+        var leases: [AssetLease] = []
+        do {
+            var planned: [(configuration: ModuleConfiguration, asset: ModelAsset)] = []
+            for module in modules {
+                let lease = try await assets.lease(module)
+                leases.append(lease)
+                planned.append((module, Self.modelAsset(lease)))
+            }
+            let vadLease = try await assets.lease(ModuleConfiguration(kind: .detector, locale: nil))
+            leases.append(vadLease)
+            if let appID = requester.appID {
+                await assets.noteUse(of: modules, by: ClientIdentity(uid: requester.peer.uid, appID: appID))
+            }
+            let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: analysisContext, owner: requester.connectionID)
+            let session = try await speech.open(plan, emit: emit)
+            requester.state.add(session.id, ConnectionState.OpenSession(session: session, leases: leases))
+            return session
+        } catch {
+            for lease in leases { await assets.endLease(lease) }
+            throw error
+        }
+    }
+
+    static func modelAsset(_ lease: AssetLease) -> ModelAsset {
+        ModelAsset(key: lease.key, engine: lease.entry.engine, files: lease.entry.files.mapValues { lease.path + "/" + $0 })
+    }
+
+    private func control(_ control: AnalyzerControl, session: AnalysisSession, requester: RequestContext) async throws -> WireTime? {
+        switch control.action {
+        case "finalize":
+            return await session.finalize(through: control.time)
+        case "finish":
+            let mode = control.mode ?? .finalizeThroughEndOfInput
+            if mode == .finalizeThrough || mode == .after, control.time == nil {
+                throw WireError(.badRequest, "finish mode \(mode.rawValue) needs a time")
+            }
+            return await session.finish(mode, time: control.time)
+        case "cancel-before":
+            guard let time = control.time else { throw WireError(.badRequest, "cancel-before needs a time") }
+            session.cancelAnalysis(before: time)
+            return nil
+        default:
+            throw WireError(.badRequest, "unknown analyzer action '\(control.action)' (finalize, finish, cancel-before)")
+        }
+    }
+
+    /// Releases what a finished session held.
+    func cleanUp(_ id: String, state: ConnectionState) async {
+        guard let open = state.remove(id) else { return }
+        await speech.close(id)
+        for lease in open.leases { await assets.endLease(lease) }
+    }
+
+    /// The connection closed: its sessions end and everything they held is released.
+    func connectionClosed(_ state: ConnectionState) async {
+        state.endCleanups()
+        for open in state.removeAll() {
+            open.session.abandon()
+            await speech.close(open.session.id)
+            for lease in open.leases { await assets.endLease(lease) }
+        }
+        if let wyoming = state.wyoming { await wyoming.release(assets: assets, speech: speech) }
+        await speech.ownerGone(state.owner)
+    }
+
+    /// The frame for a session event.
+    static func frame(for event: SessionEvent, session: String) -> Frame? {
+        switch event {
+        case .result(let result): try? Frame(result)
+        case .volatileRange(let range): try? Frame(AnalyzerVolatileRange(session: session, range: range))
+        case .finished(let error): try? Frame(AnalyzerFinished(session: session, error: error.map { ErrorEvent($0) }))
+        }
+    }
+}

@@ -1,0 +1,299 @@
+import CSherpaOnnx
+import Foundation
+
+/// How readily voice activity detection calls audio speech.
+public enum VoiceSensitivity: String, Sendable, Hashable, CaseIterable {
+    /// Speech probability threshold 0.65: only clear speech (noisy rooms).
+    case low
+    /// Threshold 0.5, silero's recommended default.
+    case medium
+    /// Threshold 0.35: also quiet or distant speech.
+    case high
+
+    /// The silero speech-probability threshold for this sensitivity.
+    public var threshold: Float {
+        switch self {
+        case .low: 0.65
+        case .medium: 0.5
+        case .high: 0.35
+        }
+    }
+}
+
+/// Voice activity detection with silero VAD (sherpa-onnx C API) for one audio stream: feed 16 kHz
+/// mono samples as they come, take the finished speech segments.
+///
+/// Every segment is at most ``Configuration/hardLimit`` seconds long, so each fits one Whisper
+/// decode, and long speech is split without losing audio: sherpa-onnx ends a segment that passes
+/// `maxSpeechDuration` at the next dip of speech probability (it raises the threshold to 0.9 and
+/// the minimum silence to 0.1 s), and drops the samples between that cut and the next segment's
+/// start; this detector prepends them to the next segment. Speech that never dips is cut at
+/// `hardLimit`, at the quietest 20 ms in the last 3 s, and the rest carried into the next segment.
+///
+/// Blocking (each 32 ms window runs the model): use it on a dedicated thread. All methods are
+/// serialized by an internal lock, so the detector may move between threads.
+public final class SileroDetector: @unchecked Sendable {
+    // @unchecked: every stored var and the C detector are only touched while holding `lock`.
+
+    /// Detector settings.
+    public struct Configuration: Sendable, Hashable {
+        /// The installed model (`Scripts/setup.sh` builds it from PyPI silero-vad).
+        public static let defaultModelPath = "/usr/local/share/earshot/assets/silero_vad.onnx"
+
+        public var modelPath: String
+        public var sensitivity: VoiceSensitivity
+        /// Silence that ends a segment, in seconds.
+        public var minSilenceDuration: Double
+        /// Shortest speech that opens a segment, in seconds.
+        public var minSpeechDuration: Double
+        /// Length after which sherpa-onnx looks for a split point, in seconds.
+        public var maxSpeechDuration: Double
+        /// Longest segment this detector emits, in seconds (below ``WhisperModel/maximumDuration``).
+        public var hardLimit: Double
+        /// Audio added before and after each segment, in seconds (never overlapping a neighbour).
+        /// silero marks speech from where it is confident, which clips soft onsets ("he…"); a
+        /// recognizer needs the margin, a speech/no-speech report does not.
+        public var speechPadding: Double
+
+        public init(modelPath: String = Configuration.defaultModelPath, sensitivity: VoiceSensitivity = .medium,
+                    minSilenceDuration: Double = 0.5, minSpeechDuration: Double = 0.25,
+                    maxSpeechDuration: Double = 20, hardLimit: Double = 28, speechPadding: Double = 0) {
+            self.modelPath = modelPath
+            self.sensitivity = sensitivity
+            self.minSilenceDuration = minSilenceDuration
+            self.minSpeechDuration = minSpeechDuration
+            self.maxSpeechDuration = maxSpeechDuration
+            self.hardLimit = hardLimit
+            self.speechPadding = speechPadding
+        }
+
+        /// Defaults with 0.3 s of padding: segments meant for a recognizer.
+        public static let transcription = Configuration(speechPadding: 0.3)
+    }
+
+    /// The only rate silero VAD accepts.
+    public static let sampleRate = 16000
+    /// silero (v5/v6) window; sherpa-onnx runs the model on it plus 64 samples of context.
+    static let window = 512
+    /// Samples fed to sherpa-onnx per step, so segments surface promptly whatever the chunk size.
+    static let step = 1600
+    /// Quietest-point search span and frame for forced cuts.
+    static let cutSearch = 3 * 16000
+    static let cutFrame = 320
+
+    public let configuration: Configuration
+
+    private let lock = NSLock()
+    private let vad: OpaquePointer
+    private let hardLimitSamples: Int64
+    private let lengthSplitSamples: Int
+    /// sherpa-onnx starts a segment up to this many samples before it reports speech.
+    private let lookback: Int64
+    /// Longest gap after a split that is filled from ``history`` rather than treated as a pause.
+    private let maxGap: Int64
+    private let padding: Int64
+
+    private var accepted: Int64 = 0
+    private var detected = false
+    /// Earliest sample the segment in progress can start at, while speech is detected.
+    private var onset: Int64?
+    /// Recent input: `history[0]` is sample `historyStart`.
+    private var history: [Float] = []
+    private var historyStart: Int64 = 0
+    /// After a split: the next segment must start at `start`; `[start, speechEnd)` is speech.
+    private var lead: (start: Int64, speechEnd: Int64)?
+    private var finished: [SpeechSegment] = []
+    private var emittedThrough: Int64 = 0
+
+    /// Creates a detector. Blocking (loads the model, a few milliseconds).
+    public init(configuration: Configuration = Configuration()) throws(SherpaOnnxError) {
+        let config = configuration
+        guard FileManager.default.isReadableFile(atPath: config.modelPath) else { throw .missingFile(config.modelPath) }
+        guard config.hardLimit > 1, config.hardLimit <= WhisperModel.maximumDuration - 1,
+              config.maxSpeechDuration > 1, config.maxSpeechDuration < config.hardLimit,
+              config.speechPadding >= 0, config.speechPadding <= 1 else {
+            throw .invalidInput("need 1 < maxSpeechDuration < hardLimit ≤ \(WhisperModel.maximumDuration - 1) s, padding ≤ 1 s")
+        }
+        let made: OpaquePointer? = withCStrings([config.modelPath, "cpu"]) { strings in
+            var vadConfig = SherpaOnnxVadModelConfig()
+            vadConfig.silero_vad.model = strings[0]
+            vadConfig.silero_vad.threshold = config.sensitivity.threshold
+            vadConfig.silero_vad.min_silence_duration = Float(config.minSilenceDuration)
+            vadConfig.silero_vad.min_speech_duration = Float(config.minSpeechDuration)
+            vadConfig.silero_vad.max_speech_duration = Float(config.maxSpeechDuration)
+            vadConfig.silero_vad.window_size = Int32(Self.window)
+            vadConfig.sample_rate = Int32(Self.sampleRate)
+            vadConfig.num_threads = 1
+            vadConfig.provider = strings[1]
+            // Room for the longest segment plus sherpa-onnx's look-back.
+            return SherpaOnnxCreateVoiceActivityDetector(&vadConfig, Float(config.hardLimit + 4))
+        }
+        guard let made else { throw .loadFailed("silero VAD from \(config.modelPath)") }
+        vad = made
+        self.configuration = config
+        let rate = Double(Self.sampleRate)
+        hardLimitSamples = Int64(config.hardLimit * rate)
+        lookback = Int64(2 * (Self.window + 64)) + Int64(config.minSpeechDuration * rate) + Int64(Self.step)
+        // A segment sherpa-onnx split for length ends within 0.2 s (0.1 s minimum silence plus its
+        // look-back) short of maxSpeechDuration.
+        lengthSplitSamples = Int(config.maxSpeechDuration * rate) - Self.step * 2
+        maxGap = Int64(1.5 * rate)
+        padding = Int64(config.speechPadding * rate)
+    }
+
+    deinit { SherpaOnnxDestroyVoiceActivityDetector(vad) }
+
+    /// Feeds 16 kHz mono samples in [-1, 1], any number at a time.
+    public func accept(_ samples: [Float]) {
+        lock.lock()
+        defer { lock.unlock() }
+        var offset = 0
+        while offset < samples.count {
+            let end = min(offset + Self.step, samples.count)
+            step(samples[offset..<end])
+            offset = end
+        }
+    }
+
+    /// Ends the input: the speech in progress becomes a segment.
+    public func flush() {
+        lock.lock()
+        defer { lock.unlock() }
+        SherpaOnnxVoiceActivityDetectorFlush(vad)
+        // sherpa-onnx's flushed segment ends where its last full window did; the input goes on.
+        drain(forced: false, extendingTo: accepted)
+        if let lead, lead.speechEnd > lead.start { emit(from: lead.start, to: lead.speechEnd) }
+        lead = nil
+        detected = false
+        onset = nil
+        trimHistory()
+    }
+
+    /// The segments finished since the last call, in order.
+    public func popSegments() -> [SpeechSegment] {
+        lock.lock()
+        defer { lock.unlock() }
+        defer { finished.removeAll() }
+        return finished
+    }
+
+    /// Whether the detector is inside speech now (a segment is open).
+    public var isSpeech: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return detected
+    }
+
+    /// Samples accepted so far (the stream position).
+    public var samplesAccepted: Int64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return accepted
+    }
+
+    // MARK: - Under the lock
+
+    private func step(_ samples: ArraySlice<Float>) {
+        let before = accepted
+        history.append(contentsOf: samples)
+        samples.withUnsafeBufferPointer {
+            SherpaOnnxVoiceActivityDetectorAcceptWaveform(vad, $0.baseAddress, Int32($0.count))
+        }
+        accepted += Int64(samples.count)
+        drain(forced: false)
+
+        detected = SherpaOnnxVoiceActivityDetectorDetected(vad) != 0
+        if detected, onset == nil { onset = max(0, before - lookback) }
+        if !detected { onset = nil }
+
+        // Speech that never dips: cut it before it outgrows one decode.
+        if detected, let start = lead?.start ?? onset.map({ $0 - padding }), accepted - start >= hardLimitSamples {
+            SherpaOnnxVoiceActivityDetectorFlush(vad)
+            drain(forced: true)
+            onset = accepted
+        }
+        // A long pause after a split: the carried speech stands alone.
+        if let lead, !detected, accepted - lead.speechEnd > maxGap + lookback {
+            if lead.speechEnd > lead.start { emit(from: lead.start, to: lead.speechEnd) }
+            self.lead = nil
+        }
+        trimHistory()
+    }
+
+    /// Takes sherpa-onnx's finished segments, joins any carried audio, and emits them.
+    private func drain(forced: Bool, extendingTo inputEnd: Int64? = nil) {
+        while SherpaOnnxVoiceActivityDetectorEmpty(vad) == 0 {
+            guard let segment = SherpaOnnxVoiceActivityDetectorFront(vad) else { break }
+            let found = segment.pointee.start
+            let count = Int64(segment.pointee.n)
+            SherpaOnnxDestroySpeechSegment(segment)
+            SherpaOnnxVoiceActivityDetectorPop(vad)
+            guard count > 0 else { continue }
+            var start: Int64?
+            if let lead {
+                if found - lead.speechEnd <= maxGap, lead.start >= historyStart {
+                    start = min(lead.start, found)
+                } else if lead.speechEnd > lead.start {
+                    emit(from: lead.start, to: lead.speechEnd)
+                }
+                self.lead = nil
+            }
+            let first = start ?? max(found - padding, emittedThrough, historyStart)
+            var end = found + count
+            if let inputEnd, end >= inputEnd - Int64(Self.step) { end = inputEnd }
+            if forced {
+                let cut = quietestPoint(from: first, to: end)
+                emit(from: first, to: cut)
+                lead = (cut, end)
+            } else {
+                end = min(end + padding, accepted)
+                emit(from: first, to: end)
+                if count >= lengthSplitSamples { lead = (end, end) }
+            }
+        }
+    }
+
+    /// Where to cut `[start, end)` so the first part is as long as possible but at most the hard
+    /// limit: the middle of the quietest 20 ms frame in the last 3 s.
+    private func quietestPoint(from start: Int64, to end: Int64) -> Int64 {
+        let last = min(end, start + hardLimitSamples)
+        let first = max(start + 1, last - Int64(Self.cutSearch), historyStart)
+        var best = last
+        var bestEnergy = Float.infinity
+        var frame = first
+        while frame + Int64(Self.cutFrame) <= last {
+            let from = Int(frame - historyStart)
+            var energy: Float = 0
+            for index in from..<(from + Self.cutFrame) { energy += history[index] * history[index] }
+            if energy < bestEnergy {
+                bestEnergy = energy
+                best = frame + Int64(Self.cutFrame / 2)
+            }
+            frame += Int64(Self.cutFrame)
+        }
+        return best
+    }
+
+    private func emit(from requestedStart: Int64, to end: Int64) {
+        // Never repeat audio already emitted (a flush extends past sherpa-onnx's own position).
+        let start = max(requestedStart, emittedThrough, historyStart)
+        guard end > start, end <= historyStart + Int64(history.count) else { return }
+        finished.append(SpeechSegment(startSample: start, samples: Array(history[Int(start - historyStart)..<Int(end - historyStart)])))
+        emittedThrough = end
+    }
+
+    /// Keeps what a segment may still need: the open segment (up to the hard limit), the carried
+    /// audio after a split, and the last 3 s for forced cuts.
+    private func trimHistory() {
+        var keepFrom = accepted - Int64(Self.cutSearch) - lookback
+        if let onset { keepFrom = min(keepFrom, onset - padding) }
+        if let lead { keepFrom = min(keepFrom, lead.start) }
+        keepFrom = max(keepFrom, accepted - hardLimitSamples - lookback - padding - Int64(Self.cutSearch))
+        let drop = Int(keepFrom - historyStart)
+        // Drop in large steps so trimming costs O(1) amortized per sample.
+        if drop > 4 * Self.sampleRate {
+            history.removeFirst(drop)
+            historyStart += Int64(drop)
+        }
+    }
+}

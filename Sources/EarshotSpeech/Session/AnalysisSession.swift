@@ -1,0 +1,383 @@
+import Dispatch
+import EarshotAudio
+import EarshotWire
+import Foundation
+
+/// One analysis session: a time-coded input timeline fanned out to N modules, each producing
+/// volatile and final results about ranges of that timeline (Apple's `SpeechAnalyzer` semantics).
+///
+/// All engine work runs on the session's own serial queue — a dedicated thread, never the
+/// cooperative pool. Audio is 16 kHz mono s16le; a voice activity detector cuts the stream into
+/// speech segments: offline transcribers decode each segment once it ends (and, for volatile
+/// results, re-decode the open one as it grows); streaming decoders follow the speech as it
+/// arrives; detectors report speech and silence ranges.
+public final class AnalysisSession: @unchecked Sendable {
+    public static let sampleRate: Int32 = 16000
+    public let id: String
+    private let queue: DispatchQueue
+    private let emit: @Sendable (SessionEvent) -> Void
+
+    // Confined to `queue`.
+    private var modules: [SessionModule]
+    private let vad: any SpeechSegmenting
+    /// Samples given to the VAD so far (its index space).
+    private var consumed: Int64 = 0
+    /// Contiguous runs of input: VAD index where each starts and its stream time.
+    private var runs: [(vadStart: Int64, time: WireTime)] = [(0, .zero)]
+    /// Stream time just after the last consumed sample.
+    private var lastTime: WireTime?
+    /// Audio before this stream time is dropped (`cancelAnalysis(before:)`).
+    private var cancelBefore: WireTime?
+    /// Samples since the end of the last finalized segment, and the VAD index of the first.
+    private var open: [Float] = []
+    private var openStart: Int64 = 0
+    /// The last 0.5 s, prepended when a streaming decoder starts an utterance.
+    private var preroll: [Float] = []
+    private var utteranceStart: Int64?
+    private var lastVolatileAt: Int64 = 0
+    private var volatileInterval: Int64 = 16000
+    private var lastDetectionEnd: Int64 = 0
+    private var volatileRange: WireTimeRange?
+    private var finished = false
+    private var finishAfter: WireTime?
+    private var finishWaiters: [CheckedContinuation<WireTime?, Never>] = []
+    private let backlog = Backlog(limit: AnalysisSession.maxQueuedSamples)
+
+    /// Audio accepted but not yet analysed before senders wait: 30 s.
+    public static let maxQueuedSamples: Int64 = 30 * 16000
+
+    public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, emit: @escaping @Sendable (SessionEvent) -> Void) {
+        self.id = id
+        self.modules = modules
+        self.vad = vad
+        self.emit = emit
+        queue = DispatchQueue(label: "earshot.session.\(id)")
+    }
+
+    // MARK: Client operations (any thread)
+
+    /// Appends PCM (s16le, 16 kHz, mono) at `start`, or right after the previous chunk. Waits
+    /// while more than ``maxQueuedSamples`` are queued, so a fast sender is paced by analysis
+    /// instead of filling memory.
+    public func accept(_ pcm: [UInt8], format: AudioFormatSpec, start: WireTime?) async {
+        let samples = Int64(pcm.count / 2)
+        await backlog.add(samples)
+        queue.async { [self] in
+            defer { backlog.remove(samples) }
+            guard !finished else { return }
+            guard format == .speech16k else {
+                fail(WireError(.unsupportedAudioFormat, "the analyzer takes \(AudioFormatSpec.speech16k.rate) Hz mono s16le; got \(format.rate) Hz, \(format.channels) channel(s), \(format.width * 8)-bit — convert before sending"))
+                return
+            }
+            do {
+                try ingest(try PCM.floats(fromLittleEndian: pcm, width: 2), start: start)
+            } catch {
+                fail(Self.wireError(error))
+            }
+        }
+    }
+
+    /// Finalizes everything received so far (at least through `time`); returns the last sample time.
+    public func finalize(through time: WireTime?) async -> WireTime? {
+        await onQueue { [self] in
+            guard !finished else { return lastTime }
+            do { try finalizeOpen() } catch { fail(Self.wireError(error)) }
+            return lastTime
+        }
+    }
+
+    /// Ends the session as `mode` says; returns the last sample time consumed.
+    public func finish(_ mode: FinishMode, time: WireTime?) async -> WireTime? {
+        if mode == .after, let time {
+            return await withCheckedContinuation { continuation in
+                queue.async { [self] in
+                    if finished { return continuation.resume(returning: lastTime) }
+                    if let last = lastTime, last >= time {
+                        finishNow(finalizing: true)
+                        return continuation.resume(returning: lastTime)
+                    }
+                    finishAfter = time
+                    finishWaiters.append(continuation)
+                }
+            }
+        }
+        return await onQueue { [self] in
+            if !finished { finishNow(finalizing: mode != .cancelNow) }
+            return lastTime
+        }
+    }
+
+    /// Drops input before `time` (`cancelAnalysis(before:)`).
+    public func cancelAnalysis(before time: WireTime) {
+        queue.async { [self] in
+            if cancelBefore.map({ time > $0 }) ?? true { cancelBefore = time }
+        }
+    }
+
+    /// Replaces the modules (same timeline); open work of removed modules is dropped.
+    public func setModules(_ newModules: [SessionModule]) async {
+        await onQueue { [self] in modules = newModules }
+    }
+
+    /// Ends the session because the client went away or the daemon stops.
+    public func abandon() {
+        queue.async { [self] in if !finished { finishNow(finalizing: false) } }
+    }
+
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
+    }
+
+    // MARK: Timeline (on queue)
+
+    private func time(at index: Int64) -> WireTime {
+        let run = runs.last { $0.vadStart <= index } ?? runs[0]
+        return run.time + WireTime(value: index - run.vadStart, timescale: Self.sampleRate)
+    }
+
+    private func ingest(_ samplesIn: [Float], start: WireTime?) throws {
+        var samples = samplesIn
+        var start = start
+        // Drop what predates cancelAnalysis(before:).
+        if let cutoff = cancelBefore {
+            let chunkStart = start ?? lastTime ?? .zero
+            let chunkEnd = chunkStart + WireTime(value: Int64(samples.count), timescale: Self.sampleRate)
+            if chunkEnd <= cutoff { return }
+            if chunkStart < cutoff {
+                let skip = Int((cutoff - chunkStart).converted(to: Self.sampleRate).value)
+                samples.removeFirst(min(skip, samples.count))
+                start = cutoff.converted(to: Self.sampleRate)
+            }
+        }
+        guard !samples.isEmpty else { return }
+        if let start, lastTime.map({ $0 != start }) ?? (start != .zero) {
+            // Discontiguous input: close what is open, then start a new run at `start`.
+            try finalizeOpen()
+            runs.append((consumed, start))
+        }
+        let first = consumed
+        consumed += Int64(samples.count)
+        lastTime = time(at: consumed)
+        open += samples
+        preroll = Array((preroll + samples).suffix(Int(Self.sampleRate) / 2))
+        vad.accept(samples)
+        try feedStreaming(samples, from: first)
+        try drainSegments()
+        try emitVolatile()
+        if let after = finishAfter, let last = lastTime, last >= after { finishNow(finalizing: true) }
+    }
+
+    private func feedStreaming(_ samples: [Float], from first: Int64) throws {
+        let decoders = modules.compactMap { module -> (any StreamingDecoding)? in
+            if case .streaming(let d) = module.engine { return d }
+            return nil
+        }
+        guard !decoders.isEmpty else { return }
+        if utteranceStart == nil, vad.isSpeech {
+            let lead = preroll.count
+            utteranceStart = max(openStart, consumed - Int64(lead))
+            let lead16 = Array(preroll.suffix(Int(consumed - utteranceStart!)))
+            for decoder in decoders {
+                try decoder.startUtterance()
+                try decoder.process(lead16)
+            }
+        } else if utteranceStart != nil {
+            for decoder in decoders { try decoder.process(samples) }
+        }
+    }
+
+    /// Turns every finished speech segment into final results.
+    private func drainSegments() throws {
+        for segment in vad.popSegments() {
+            let start = segment.startSample
+            let end = start + Int64(segment.samples.count)
+            for module in modules {
+                switch module.engine {
+                case .segments(let model):
+                    let transcription = try model.transcribe(segment.samples, sampleRate: Int(Self.sampleRate))
+                    publish(module, transcription, from: start, to: end, final: true)
+                case .streaming(let decoder):
+                    guard let uttStart = utteranceStart else {
+                        // Speech too short to start an utterance while streaming: decode it whole.
+                        try decoder.startUtterance()
+                        try decoder.process(segment.samples)
+                        publish(module, try decoder.endUtterance(alternatives: module.wantsAlternatives ? 4 : 0), from: start, to: end, final: true)
+                        continue
+                    }
+                    publish(module, try decoder.endUtterance(alternatives: module.wantsAlternatives ? 4 : 0), from: uttStart, to: end, final: true)
+                case .detector:
+                    guard module.reportsDetection else { continue }
+                    if start > lastDetectionEnd { publishDetection(module, from: lastDetectionEnd, to: start, speech: false) }
+                    publishDetection(module, from: start, to: end, speech: true)
+                }
+            }
+            lastDetectionEnd = end
+            utteranceStart = nil
+            let drop = Int(min(max(end - openStart, 0), Int64(open.count)))
+            open.removeFirst(drop)
+            openStart += Int64(drop)
+            lastVolatileAt = openStart
+            updateVolatileRange(nil)
+        }
+    }
+
+    /// Re-decodes the open speech for modules that asked for volatile results.
+    private func emitVolatile() throws {
+        guard vad.isSpeech else { return }
+        for module in modules where module.wantsVolatile {
+            switch module.engine {
+            case .segments(let model):
+                guard consumed - lastVolatileAt >= volatileInterval else { continue }
+                let maxSamples = Int(WhisperModel.maximumDuration * Double(Self.sampleRate))
+                let tail = Array(open.suffix(maxSamples))
+                let began = DispatchTime.now()
+                let transcription = try model.transcribe(tail, sampleRate: Int(Self.sampleRate))
+                // Keep re-decoding from costing more than about half of real time.
+                let took = Double(DispatchTime.now().uptimeNanoseconds - began.uptimeNanoseconds) / 1e9
+                volatileInterval = max(16000, Int64(took * 2 * Double(Self.sampleRate)))
+                lastVolatileAt = consumed
+                publish(module, transcription, from: consumed - Int64(tail.count), to: consumed, final: false)
+            case .streaming(let decoder):
+                guard let uttStart = utteranceStart, let partial = decoder.partial(), !partial.text.isEmpty else { continue }
+                publish(module, partial, from: uttStart, to: consumed, final: false)
+            case .detector:
+                continue
+            }
+        }
+    }
+
+    /// Forces the open speech to end and finalizes it.
+    private func finalizeOpen() throws {
+        vad.flush()
+        try drainSegments()
+        // A streaming utterance the VAD never closed (e.g. input ended mid-word).
+        if let uttStart = utteranceStart {
+            for module in modules {
+                if case .streaming(let decoder) = module.engine {
+                    publish(module, try decoder.endUtterance(alternatives: module.wantsAlternatives ? 4 : 0), from: uttStart, to: consumed, final: true)
+                }
+            }
+            utteranceStart = nil
+        }
+        for module in modules where module.reportsDetection && consumed > lastDetectionEnd {
+            if case .detector = module.engine { publishDetection(module, from: lastDetectionEnd, to: consumed, speech: false) }
+        }
+        lastDetectionEnd = consumed
+        open = []
+        openStart = consumed
+        updateVolatileRange(nil)
+    }
+
+    // MARK: Results (on queue)
+
+    private func publish(_ module: SessionModule, _ transcription: Transcription, from start: Int64, to end: Int64, final: Bool) {
+        let text = transcription.text.trimmingCharacters(in: .whitespaces)
+        guard final || !text.isEmpty else { return }
+        let range = WireTimeRange(start: time(at: start), end: time(at: max(end, start)))
+        var runs: [TextRun]
+        if (module.wantsTimeRanges || module.wantsConfidence), !transcription.words.isEmpty {
+            runs = []
+            for (i, word) in transcription.words.enumerated() {
+                var wordRange: WireTimeRange?
+                if module.wantsTimeRanges, let s = word.start, let e = word.end {
+                    let ws = range.start + WireTime(seconds: s, timescale: Self.sampleRate)
+                    wordRange = WireTimeRange(start: ws, end: max(ws, range.start + WireTime(seconds: e, timescale: Self.sampleRate)))
+                }
+                runs.append(TextRun(text: (i == 0 ? "" : " ") + word.text, range: wordRange,
+                                    confidence: module.wantsConfidence ? word.confidence ?? transcription.confidence : nil))
+            }
+        } else {
+            runs = [TextRun(text: text, range: module.wantsTimeRanges ? range : nil,
+                            confidence: module.wantsConfidence ? transcription.confidence : nil)]
+        }
+        if final, text.isEmpty { runs = [] }
+        let finalization = final ? range.end : time(at: openStart)
+        emit(.result(AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: finalization, isFinal: final,
+                                    runs: runs, alternatives: module.wantsAlternatives ? transcription.alternatives : [])))
+        if !final { updateVolatileRange(WireTimeRange(start: range.start, end: range.end)) }
+    }
+
+    private func publishDetection(_ module: SessionModule, from start: Int64, to end: Int64, speech: Bool) {
+        guard end > start else { return }
+        let range = WireTimeRange(start: time(at: start), end: time(at: end))
+        emit(.result(AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: range.end, isFinal: true, runs: [], speechDetected: speech)))
+    }
+
+    private func updateVolatileRange(_ range: WireTimeRange?) {
+        guard range != volatileRange else { return }
+        volatileRange = range
+        emit(.volatileRange(range))
+    }
+
+    private func finishNow(finalizing: Bool) {
+        if finalizing {
+            do { try finalizeOpen() } catch { return fail(Self.wireError(error)) }
+        }
+        finished = true
+        emit(.finished(nil))
+        resumeFinishWaiters()
+    }
+
+    private func fail(_ error: WireError) {
+        guard !finished else { return }
+        finished = true
+        emit(.finished(error))
+        resumeFinishWaiters()
+    }
+
+    private func resumeFinishWaiters() {
+        let waiters = finishWaiters
+        finishWaiters = []
+        waiters.forEach { $0.resume(returning: lastTime) }
+    }
+
+    static func wireError(_ error: any Error) -> WireError {
+        switch error {
+        case let e as WireError: e
+        case let e as AudioError: WireError(.unsupportedAudioFormat, e.description)
+        default: WireError(.internalError, "analysis failed: \(error)")
+        }
+    }
+}
+
+/// Counts queued samples; adders wait while the count is above the limit.
+final class Backlog: @unchecked Sendable {
+    private let lock = NSLock()
+    private let limit: Int64
+    private var queued: Int64 = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int64) { self.limit = limit }
+
+    func add(_ count: Int64) async {
+        while true {
+            let admitted = lock.withLock {
+                guard queued <= limit else { return false }
+                queued += count
+                return true
+            }
+            if admitted { return }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let retryNow = lock.withLock {
+                    guard queued > limit else { return true }
+                    waiters.append(continuation)
+                    return false
+                }
+                if retryNow { continuation.resume() }
+            }
+        }
+    }
+
+    func remove(_ count: Int64) {
+        let ready: [CheckedContinuation<Void, Never>] = lock.withLock {
+            queued -= count
+            guard queued <= limit else { return [] }
+            defer { waiters = [] }
+            return waiters
+        }
+        // Woken senders retry `add`, which counts their samples.
+        for waiter in ready { waiter.resume() }
+    }
+}

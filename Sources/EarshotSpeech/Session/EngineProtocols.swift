@@ -1,0 +1,28 @@
+/// What the session layer needs from engines; the concrete engines conform in extensions.
+
+/// A loaded model that transcribes a bounded stretch of audio in one call (Whisper-class).
+public protocol SegmentTranscribing: Sendable {
+    /// Blocking; at most ``maximumSegmentSeconds`` of 16 kHz mono audio.
+    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription
+}
+
+/// A per-session incremental decoder (PocketSphinx): one utterance at a time.
+public protocol StreamingDecoding: AnyObject, Sendable {
+    func startUtterance() throws
+    func process(_ samples: [Float]) throws
+    /// The current hypothesis during an utterance (volatile results).
+    func partial() -> Transcription?
+    func endUtterance(alternatives: Int) throws -> Transcription
+}
+
+/// Per-session voice activity detection that cuts a stream into speech segments.
+public protocol SpeechSegmenting: AnyObject {
+    func accept(_ samples: [Float])
+    /// Ends the current speech (end of input or finalize): its segment becomes available.
+    func flush()
+    func popSegments() -> [SpeechSegment]
+    var isSpeech: Bool { get }
+}
+
+extension WhisperModel: SegmentTranscribing {}
+extension SileroDetector: SpeechSegmenting {}

@@ -1,0 +1,184 @@
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// Limits and defaults for analysis.
+public struct SpeechSettings: Sendable {
+    public var maxConcurrentAnalyses: Int
+    /// Cap for sessions that ignore resource limits.
+    public var maxConcurrentAnalysesHard: Int
+    /// How long `lingering` models stay loaded after their last session.
+    public var lingerSeconds: Double
+    /// ONNX Runtime threads per Whisper decode.
+    public var inferenceThreads: Int
+
+    public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, inferenceThreads: Int = 2) {
+        self.maxConcurrentAnalyses = maxConcurrentAnalyses
+        self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
+        self.lingerSeconds = lingerSeconds
+        self.inferenceThreads = inferenceThreads
+    }
+}
+
+/// An installed asset a session uses (the daemon leases it from the asset inventory).
+public struct ModelAsset: Sendable, Hashable {
+    /// `id@version`.
+    public var key: String
+    public var engine: String
+    /// Role → absolute path of each file.
+    public var files: [String: String]
+    public init(key: String, engine: String, files: [String: String]) {
+        self.key = key
+        self.engine = engine
+        self.files = files
+    }
+}
+
+/// What opening a session needs: each module with the asset serving it, the VAD asset.
+public struct SessionPlan: Sendable {
+    public var modules: [(configuration: ModuleConfiguration, asset: ModelAsset)]
+    public var vad: ModelAsset
+    public var options: AnalysisOptions
+    public var context: AnalysisContextData
+    /// The connection that owns the session (for `processLifetime` retention and cleanup).
+    public var owner: Int
+    public init(modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], vad: ModelAsset, options: AnalysisOptions, context: AnalysisContextData, owner: Int) {
+        self.modules = modules
+        self.vad = vad
+        self.options = options
+        self.context = context
+        self.owner = owner
+    }
+}
+
+/// Analysis statistics for `earshotctl stats`.
+public struct SpeechStats: Sendable, Hashable, Codable {
+    public struct Model: Sendable, Hashable, Codable {
+        public var key: String
+        public var users: Int
+        public var memoryBytes: Int
+    }
+    public var sessions: Int
+    public var models: [Model]
+    /// Model loads since start (a shared model loads once).
+    public var loads: Int
+}
+
+/// Runs analysis sessions: admission, shared models with retention, per-session decoders.
+public actor SpeechService {
+    public let settings: SpeechSettings
+    private let cache: ModelCache
+    private let admission: Admission
+    private var sessions: [String: (session: AnalysisSession, plan: SessionPlan, keys: [String])] = [:]
+    /// Sessions admitted and still loading their models.
+    private var opening = 0
+    private var nextID = 1
+
+    public init(settings: SpeechSettings, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        self.settings = settings
+        cache = ModelCache(lingerSeconds: settings.lingerSeconds, now: now)
+        admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
+    }
+
+    /// Opens a session (or throws `insufficientResources`), loading shared models as needed.
+    public func open(_ plan: SessionPlan, emit: @escaping @Sendable (String, SessionEvent) -> Void) async throws -> AnalysisSession {
+        try admission.admits(open: sessions.count + opening, ignoresResourceLimits: plan.options.ignoresResourceLimits)
+        let id = "s\(nextID)"
+        nextID += 1
+        // Hold the slot while loading, so concurrent opens respect the limit.
+        opening += 1
+        defer { opening -= 1 }
+        var keys: [String] = []
+        do {
+            var modules: [SessionModule] = []
+            for (index, entry) in plan.modules.enumerated() {
+                let engine = try await engine(for: entry.configuration, asset: entry.asset, context: plan.context)
+                if case .segments = engine { keys.append(entry.asset.key) }
+                modules.append(SessionModule(index: index, configuration: entry.configuration, engine: engine))
+            }
+            let sensitivity = plan.modules.first { $0.configuration.kind == .detector }?.configuration.sensitivity.flatMap(VoiceSensitivity.init) ?? .medium
+            guard let model = plan.vad.files["model"] else { throw WireError(.notInstalled, "the voice activity detector asset has no model file") }
+            let vad = try await BlockingWork.run("earshot.vad") {
+                try SileroDetector(configuration: SileroDetector.Configuration(modelPath: model, sensitivity: sensitivity))
+            }
+            let session = AnalysisSession(id: id, modules: modules, vad: vad) { emit(id, $0) }
+            sessions[id] = (session, plan, keys)
+            return session
+        } catch {
+            for key in keys { await cache.release(key, retention: .whileInUse, owner: plan.owner) }
+            throw error
+        }
+    }
+
+    private func engine(for configuration: ModuleConfiguration, asset: ModelAsset, context: AnalysisContextData) async throws -> SessionEngine {
+        switch asset.engine {
+        case "sherpa-onnx-whisper":
+            guard let encoder = asset.files["encoder"], let decoder = asset.files["decoder"], let tokens = asset.files["tokens"] else {
+                throw WireError(.notInstalled, "\(asset.key) lacks encoder, decoder or tokens")
+            }
+            let threads = settings.inferenceThreads
+            let model = try await cache.acquire("\(asset.key)/threads=\(threads)") {
+                let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), numThreads: threads)
+                return (model, model.memoryBytes)
+            }
+            return .segments(model)
+        case "pocketsphinx":
+            let decoder = try await BlockingWork.run("earshot.decoder") {
+                try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.contextualStrings.values.flatMap { $0 })
+            }
+            return .streaming(decoder)
+        case "sherpa-onnx-silero-vad":
+            return .detector
+        default:
+            throw WireError(.unsupportedLocale, "\(asset.key) needs engine '\(asset.engine)', which this daemon does not have")
+        }
+    }
+
+    /// The session with `id`.
+    public func session(_ id: String) -> AnalysisSession? { sessions[id]?.session }
+
+    /// Whether `id` belongs to connection `owner`.
+    public func owns(_ owner: Int, _ id: String) -> Bool { sessions[id]?.plan.owner == owner }
+
+    /// Forgets a finished session and releases its models per its retention (call on `finished`).
+    public func close(_ id: String) async {
+        guard let entry = sessions.removeValue(forKey: id) else { return }
+        for key in entry.keys { await cache.release(key, retention: entry.plan.options.modelRetention, owner: entry.plan.owner) }
+    }
+
+    /// Connection `owner` went away: its sessions end and its `processLifetime` models may go.
+    public func ownerGone(_ owner: Int) async {
+        for (id, entry) in sessions where entry.plan.owner == owner {
+            entry.session.abandon()
+            await close(id)
+        }
+        await cache.ownerGone(owner)
+    }
+
+    /// Preloads the models a plan needs (`prepareToAnalyze`), kept `lingering`.
+    public func prepare(_ plan: SessionPlan) async throws {
+        for (configuration, asset) in plan.modules where asset.engine == "sherpa-onnx-whisper" {
+            if case .segments = try await engine(for: configuration, asset: asset, context: plan.context) {
+                await cache.release("\(asset.key)/threads=\(settings.inferenceThreads)", retention: .lingering, owner: plan.owner)
+            }
+        }
+    }
+
+    /// Drops every model no session uses (`SpeechModels.endRetention()`).
+    public func endRetention() async { await cache.endRetention() }
+
+    /// Unloads models whose retention ran out; call periodically.
+    public func evict() async { await cache.evict() }
+
+    public func stats() async -> SpeechStats {
+        await cache.evict()
+        let models = await cache.loaded.map { SpeechStats.Model(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) }
+        return SpeechStats(sessions: sessions.count, models: models, loads: await cache.loads)
+    }
+
+    /// Every session ends (daemon shutdown).
+    public func abandonAll() {
+        for entry in sessions.values { entry.session.abandon() }
+    }
+}
+

@@ -1,0 +1,230 @@
+/// Analysis session events (`earshot.analyzer.*`). A session is one input timeline analysed by N
+/// modules with one result stream each. See Docs/PROTOCOL.md.
+
+/// How long loaded models stay in memory after a session (Apple's `ModelRetention`).
+public enum ModelRetention: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Released when no session uses them.
+    case whileInUse
+    /// Kept for `LingerSeconds` so another compatible session can reuse them.
+    case lingering
+    /// Kept while the client's connection lives.
+    case processLifetime
+}
+
+/// Session options (Apple's `SpeechAnalyzer.Options`).
+public struct AnalysisOptions: Codable, Sendable, Hashable {
+    public var modelRetention: ModelRetention
+    /// Admitted beyond `MaxConcurrentAnalyses`, up to the hard cap.
+    public var ignoresResourceLimits: Bool
+    public init(modelRetention: ModelRetention = .whileInUse, ignoresResourceLimits: Bool = false) {
+        self.modelRetention = modelRetention
+        self.ignoresResourceLimits = ignoresResourceLimits
+    }
+    enum CodingKeys: String, CodingKey { case modelRetention = "model_retention", ignoresResourceLimits = "ignores_resource_limits" }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        modelRetention = try c.decodeIfPresent(ModelRetention.self, forKey: .modelRetention) ?? .whileInUse
+        ignoresResourceLimits = try c.decodeIfPresent(Bool.self, forKey: .ignoresResourceLimits) ?? false
+    }
+}
+
+/// Words and phrases to bias recognition towards (Apple's `AnalysisContext.contextualStrings`),
+/// keyed by tag (e.g. `general`).
+public struct AnalysisContextData: Codable, Sendable, Hashable {
+    public var contextualStrings: [String: [String]]
+    public init(contextualStrings: [String: [String]] = [:]) { self.contextualStrings = contextualStrings }
+    enum CodingKeys: String, CodingKey { case contextualStrings = "contextual_strings" }
+}
+
+/// A PCM format the analyzer accepts.
+public struct AudioFormatSpec: Codable, Sendable, Hashable {
+    public var rate: Int
+    public var width: Int
+    public var channels: Int
+    /// `s16le`.
+    public var encoding: String
+    public init(rate: Int, width: Int, channels: Int, encoding: String = "s16le") {
+        self.rate = rate
+        self.width = width
+        self.channels = channels
+        self.encoding = encoding
+    }
+    /// 16 kHz mono signed 16-bit little-endian: what every Earshot engine analyses.
+    public static let speech16k = AudioFormatSpec(rate: 16000, width: 2, channels: 1)
+}
+
+/// `earshot.analyzer.open`: start a session with `modules`.
+public struct AnalyzerOpen: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.open"
+    public var id: String?
+    public var modules: [ModuleConfiguration]
+    public var options: AnalysisOptions
+    public var context: AnalysisContextData
+    public init(id: String? = nil, modules: [ModuleConfiguration], options: AnalysisOptions = AnalysisOptions(), context: AnalysisContextData = AnalysisContextData()) {
+        self.id = id
+        self.modules = modules
+        self.options = options
+        self.context = context
+    }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decodeIfPresent(String.self, forKey: .id)
+        modules = try c.decode([ModuleConfiguration].self, forKey: .modules)
+        options = try c.decodeIfPresent(AnalysisOptions.self, forKey: .options) ?? AnalysisOptions()
+        context = try c.decodeIfPresent(AnalysisContextData.self, forKey: .context) ?? AnalysisContextData()
+    }
+}
+
+/// `earshot.analyzer.open.result`: the session id and the audio format(s) to send.
+public struct AnalyzerOpened: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.open.result"
+    public var id: String?
+    public var session: String
+    /// Best first.
+    public var audioFormats: [AudioFormatSpec]
+    public init(id: String?, session: String, audioFormats: [AudioFormatSpec]) {
+        self.id = id
+        self.session = session
+        self.audioFormats = audioFormats
+    }
+    enum CodingKeys: String, CodingKey { case id, session, audioFormats = "audio_formats" }
+}
+
+/// `earshot.analyzer.audio`: PCM in the payload, in the session's format. `start` places it on the
+/// timeline (discontiguous input); without it the chunk follows the previous one. No reply: a
+/// problem finishes the session with an error.
+public struct AnalyzerAudio: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.audio"
+    public var session: String
+    public var rate: Int
+    public var width: Int
+    public var channels: Int
+    public var start: WireTime?
+    public init(session: String, format: AudioFormatSpec, start: WireTime? = nil) {
+        self.session = session
+        rate = format.rate
+        width = format.width
+        channels = format.channels
+        self.start = start
+    }
+}
+
+/// How a session ends (Apple's finish methods).
+public enum FinishMode: String, Codable, Sendable, Hashable {
+    /// `finalizeAndFinish(through:)`: finalize up to `time`, then finish.
+    case finalizeThrough
+    /// `finalizeAndFinishThroughEndOfInput()`: finalize everything received, then finish.
+    case finalizeThroughEndOfInput
+    /// `cancelAndFinishNow()`: drop pending work and finish at once.
+    case cancelNow
+    /// `finish(after:)`: finish once input reaches `time` (finalizing up to it).
+    case after
+}
+
+/// Session control requests: finalize, finish, cancel-before, prepare. Each gets a
+/// `earshot.analyzer.control.result` when done.
+public struct AnalyzerControl: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.control"
+    public var id: String?
+    public var session: String
+    /// `finalize`, `finish`, `cancel-before`, `prepare`, `set-context`, `set-modules`.
+    public var action: String
+    public var time: WireTime?
+    public var mode: FinishMode?
+    public var context: AnalysisContextData?
+    public var modules: [ModuleConfiguration]?
+    public init(id: String? = nil, session: String, action: String, time: WireTime? = nil, mode: FinishMode? = nil, context: AnalysisContextData? = nil, modules: [ModuleConfiguration]? = nil) {
+        self.id = id
+        self.session = session
+        self.action = action
+        self.time = time
+        self.mode = mode
+        self.context = context
+        self.modules = modules
+    }
+}
+
+/// `earshot.analyzer.control.result`.
+public struct AnalyzerControlDone: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.control.result"
+    public var id: String?
+    public var session: String
+    /// The time of the last sample consumed so far, if any.
+    public var lastSampleTime: WireTime?
+    public init(id: String?, session: String, lastSampleTime: WireTime?) {
+        self.id = id
+        self.session = session
+        self.lastSampleTime = lastSampleTime
+    }
+    enum CodingKeys: String, CodingKey { case id, session, lastSampleTime = "last_sample_time" }
+}
+
+/// A run of text with its audio time range and confidence, when asked for.
+public struct TextRun: Codable, Sendable, Hashable {
+    public var text: String
+    public var range: WireTimeRange?
+    public var confidence: Double?
+    public init(text: String, range: WireTimeRange? = nil, confidence: Double? = nil) {
+        self.text = text
+        self.range = range
+        self.confidence = confidence
+    }
+}
+
+/// `earshot.analyzer.result`: one module's assertion about a range of audio. Volatile results are
+/// replaced by later results for overlapping ranges; final ones are not.
+public struct AnalyzerResult: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.result"
+    public var session: String
+    /// Index of the module in the session's module list.
+    public var module: Int
+    public var range: WireTimeRange
+    /// Results from this module are final up to (not including) this time.
+    public var finalizationTime: WireTime
+    public var isFinal: Bool
+    /// Runs that make up the text (one run when no attributes were asked for).
+    public var runs: [TextRun]
+    /// Alternative interpretations, most likely first.
+    public var alternatives: [String]
+    /// Detector results: whether the range holds speech.
+    public var speechDetected: Bool?
+    public init(session: String, module: Int, range: WireTimeRange, finalizationTime: WireTime, isFinal: Bool, runs: [TextRun], alternatives: [String] = [], speechDetected: Bool? = nil) {
+        self.session = session
+        self.module = module
+        self.range = range
+        self.finalizationTime = finalizationTime
+        self.isFinal = isFinal
+        self.runs = runs
+        self.alternatives = alternatives
+        self.speechDetected = speechDetected
+    }
+    enum CodingKeys: String, CodingKey {
+        case session, module, range, finalizationTime = "finalization_time", isFinal = "is_final", runs, alternatives
+        case speechDetected = "speech_detected"
+    }
+    /// The runs' text joined.
+    public var text: String { runs.map(\.text).joined() }
+}
+
+/// `earshot.analyzer.volatile-range`: the range whose results may still change (nil: none).
+public struct AnalyzerVolatileRange: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.volatile-range"
+    public var session: String
+    public var range: WireTimeRange?
+    public init(session: String, range: WireTimeRange?) {
+        self.session = session
+        self.range = range
+    }
+}
+
+/// `earshot.analyzer.finished`: the session ended; every result stream ends. `error` when it ended
+/// because of one.
+public struct AnalyzerFinished: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.finished"
+    public var session: String
+    public var error: ErrorEvent?
+    public init(session: String, error: ErrorEvent? = nil) {
+        self.session = session
+        self.error = error
+    }
+}

@@ -1,0 +1,68 @@
+import EarshotSpeech
+import Foundation
+import Testing
+import TestSupport
+
+extension SherpaOnnxTests {
+    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs the Whisper tiny.en fixture and the silero VAD model"))
+    func longRecordingIsTranscribedCompletely() throws {
+        let model = try SherpaFixture.model()
+        let (samples, spans) = try SherpaFixture.concatenation(longerThan: 60, silence: 1)
+        let utterances = Dictionary(uniqueKeysWithValues: try SherpaFixture.utterances().map { ($0.id, $0.reference) })
+        let started = Date()
+        let segments = try LongFormTranscriber(model: model).transcribe(samples)
+        let elapsed = Date().timeIntervalSince(started)
+        let seconds = Double(samples.count) / 16000
+        let reference = spans.map { utterances[$0.id]! }.joined(separator: " ")
+        let hypothesis = SherpaFixture.normalized(segments.map(\.transcription.text).joined(separator: " "))
+        let wer = WordErrorRate.rate([(reference, hypothesis)])
+        print("long form: \(String(format: "%.1f", seconds)) s, \(spans.count) utterances → \(segments.count) segments, WER \(SherpaFixture.percent(wer)), \(String(format: "%.2f", elapsed)) s (RTF \(SherpaFixture.format(elapsed / seconds)), VAD included)")
+        for segment in segments {
+            print(String(format: "  %6.2f–%6.2f ", segment.start, segment.end) + segment.transcription.text)
+        }
+        #expect(seconds > 60)
+        #expect(wer <= SherpaFixture.longFormWERCeiling)
+        // In order, disjoint, each within one decode, one per utterance or a few more.
+        for (previous, next) in zip(segments, segments.dropFirst()) {
+            #expect(previous.startSample + Int64(previous.sampleCount) <= next.startSample)
+        }
+        #expect(segments.allSatisfy { Double($0.sampleCount) / 16000 <= WhisperModel.maximumDuration })
+        #expect(segments.count >= spans.count && segments.count <= spans.count + 3)
+        // Every utterance's words are there: each utterance's text aligns with the hypothesis
+        // with few errors (its words, in order, appear in the segments overlapping it).
+        for span in spans {
+            let overlapping = segments.filter {
+                Int($0.startSample) < span.range.upperBound && Int($0.startSample) + $0.sampleCount > span.range.lowerBound
+            }
+            let text = SherpaFixture.normalized(overlapping.map(\.transcription.text).joined(separator: " "))
+            let words = WordErrorRate.words(utterances[span.id]!)
+            let found = words.filter { WordErrorRate.words(text).contains($0) }.count
+            #expect(Double(found) >= 0.8 * Double(words.count), "utterance \(span.id): only \(found) of \(words.count) words in “\(text)”")
+        }
+    }
+
+    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs the Whisper tiny.en fixture and the silero VAD model"))
+    func continuousSpeechSplitForWhisperKeepsEveryWord() throws {
+        // ~50 s without a pause long enough to end a segment: split by length.
+        let model = try SherpaFixture.model()
+        let (samples, spans) = try SherpaFixture.concatenation(longerThan: 45, silence: 0)
+        let utterances = Dictionary(uniqueKeysWithValues: try SherpaFixture.utterances().map { ($0.id, $0.reference) })
+        let segments = try LongFormTranscriber(model: model).transcribe(samples)
+        let reference = spans.map { utterances[$0.id]! }.joined(separator: " ")
+        let hypothesis = SherpaFixture.normalized(segments.map(\.transcription.text).joined(separator: " "))
+        let wer = WordErrorRate.rate([(reference, hypothesis)])
+        print("continuous \(samples.count / 16000) s → \(segments.count) segments (" + segments.map { String(format: "%.1f s", Double($0.sampleCount) / 16000) }.joined(separator: ", ") + "), WER \(SherpaFixture.percent(wer))")
+        #expect(segments.count >= 2)
+        #expect(wer <= SherpaFixture.longFormWERCeiling)
+    }
+
+    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs the Whisper tiny.en fixture and the silero VAD model"))
+    func fileTranscriptionReadsAndResamples() throws {
+        // A LibriVox file through the file path (16 kHz already) and the same audio at 44.1 kHz.
+        let model = try SherpaFixture.model()
+        let utterance = try SherpaFixture.utterances()[0]
+        let direct = try LongFormTranscriber(model: model).transcribe(file: "/usr/share/pocketsphinx/test/data/librivox/\(utterance.id).wav")
+        #expect(WordErrorRate.rate([(utterance.reference, SherpaFixture.normalized(direct.map(\.transcription.text).joined(separator: " ")))]) <= 0.15)
+        #expect(throws: (any Error).self) { try LongFormTranscriber(model: model).transcribe(file: "/nonexistent.wav") }
+    }
+}

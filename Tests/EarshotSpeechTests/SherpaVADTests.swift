@@ -1,0 +1,106 @@
+import EarshotSpeech
+import Foundation
+import Testing
+import TestSupport
+
+extension SherpaOnnxTests {
+    /// Runs `samples` through a detector in `chunk`-sized pieces; all segments in order.
+    static func detect(_ samples: [Float], _ configuration: SileroDetector.Configuration, chunk: Int = 4000) throws -> [SpeechSegment] {
+        let detector = try SileroDetector(configuration: configuration)
+        var segments: [SpeechSegment] = []
+        for start in stride(from: 0, to: samples.count, by: chunk) {
+            detector.accept(Array(samples[start..<min(start + chunk, samples.count)]))
+            segments += detector.popSegments()
+        }
+        detector.flush()
+        segments += detector.popSegments()
+        #expect(!detector.isSpeech)
+        #expect(detector.samplesAccepted == Int64(samples.count))
+        return segments
+    }
+
+    static func describe(_ segments: [SpeechSegment]) -> String {
+        segments.map { String(format: "%.2f–%.2f", Double($0.startSample) / 16000, Double($0.startSample + Int64($0.samples.count)) / 16000) }
+            .joined(separator: ", ")
+    }
+
+    @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
+    func sileroSegmentsMatchTheSpeechRegions() throws {
+        let (samples, spans) = try SherpaFixture.concatenation(longerThan: 60, silence: 1)
+        let segments = try Self.detect(samples, SileroDetector.Configuration())
+        print("silero VAD on \(spans.count) utterances (\(samples.count / 16000) s): \(segments.count) segments: \(Self.describe(segments))")
+        // Segments are in order, disjoint, and carry exactly the input's samples.
+        for (previous, next) in zip(segments, segments.dropFirst()) {
+            #expect(previous.startSample + Int64(previous.samples.count) <= next.startSample)
+        }
+        for segment in segments {
+            let start = Int(segment.startSample)
+            #expect(Array(samples[start..<(start + segment.samples.count)]) == segment.samples)
+        }
+        let ranges = segments.map { Int($0.startSample)..<(Int($0.startSample) + $0.samples.count) }
+        func covered(_ span: Range<Int>) -> Int { ranges.reduce(0) { $0 + ($1.clamped(to: span)).count } }
+        // Every utterance is found, and nearly all of it is inside segments (the files carry
+        // ~0.3 s of leading silence of their own).
+        for span in spans {
+            #expect(ranges.contains { $0.overlaps(span.range) }, "utterance \(span.id) at \(span.range) not detected")
+            #expect(Double(covered(span.range)) >= 0.85 * Double(span.range.count), "utterance \(span.id) mostly missed")
+        }
+        // The inserted silences are barely covered (segment edges may reach into them).
+        let gaps = zip(spans, spans.dropFirst()).map { $0.range.upperBound..<$1.range.lowerBound }
+        let speechInGaps = gaps.reduce(0) { $0 + covered($1) }
+        let gapSamples = gaps.reduce(0) { $0 + $1.count }
+        print("  speech detected inside the inserted silences: \(SherpaFixture.percent(Double(speechInGaps) / Double(gapSamples)))")
+        #expect(Double(speechInGaps) <= 0.2 * Double(gapSamples))
+        #expect(segments.count >= spans.count && segments.count <= 2 * spans.count)
+    }
+
+    @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
+    func longSpeechIsSplitWithoutDroppingAudio() throws {
+        // ~50 s of continuous reading: the utterances back to back. With a 1 s minimum silence no
+        // pause ends a segment, so every split is a length split; tight limits exercise both
+        // sherpa-onnx's split at a probability dip (after 5 s) and the forced cut (at 7 s).
+        let (samples, _) = try SherpaFixture.concatenation(longerThan: 45, silence: 0)
+        let configuration = SileroDetector.Configuration(minSilenceDuration: 1, maxSpeechDuration: 5, hardLimit: 7)
+        for chunk in [777, 16000] {
+            let segments = try Self.detect(samples, configuration, chunk: chunk)
+            print("continuous speech, limits 5/7 s, chunks of \(chunk): \(Self.describe(segments))")
+            #expect(segments.count >= 7)
+            for segment in segments {
+                #expect(segment.samples.count <= 7 * 16000 + 1600)
+                let start = Int(segment.startSample)
+                #expect(Array(samples[start..<(start + segment.samples.count)]) == segment.samples)
+            }
+            for (previous, next) in zip(segments, segments.dropFirst()) {
+                #expect(previous.startSample + Int64(previous.samples.count) == next.startSample, "audio dropped between segments")
+            }
+            let first = try #require(segments.first)
+            #expect(first.startSample < 16000)
+            #expect(Int(segments.last!.startSample) + segments.last!.samples.count == samples.count)
+        }
+        // The defaults keep ~50 s of continuous speech in pieces Whisper decodes whole.
+        let segments = try Self.detect(samples, SileroDetector.Configuration())
+        print("continuous speech, default limits: \(Self.describe(segments))")
+        #expect(segments.count >= 2)
+        #expect(segments.allSatisfy { Double($0.samples.count) / 16000 <= WhisperModel.maximumDuration })
+        for (previous, next) in zip(segments, segments.dropFirst()) where previous.samples.count > 19 * 16000 {
+            #expect(previous.startSample + Int64(previous.samples.count) == next.startSample, "audio dropped after a length split")
+        }
+    }
+
+    @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
+    func higherSensitivityFindsMoreQuietSpeech() throws {
+        let (loud, _) = try SherpaFixture.concatenation(longerThan: 20, silence: 1)
+        let quiet = loud.map { $0 * SherpaFixture.quietScale }
+        var detected: [VoiceSensitivity: Int] = [:]
+        for sensitivity in VoiceSensitivity.allCases {
+            let segments = try Self.detect(quiet, SileroDetector.Configuration(sensitivity: sensitivity))
+            detected[sensitivity] = segments.reduce(0) { $0 + $1.samples.count }
+        }
+        print("speech found in audio scaled by \(SherpaFixture.quietScale): " + VoiceSensitivity.allCases.map { "\($0.rawValue) \(String(format: "%.1f", Double(detected[$0]!) / 16000)) s" }.joined(separator: ", "))
+        #expect(detected[.low]! <= detected[.medium]!)
+        #expect(detected[.medium]! <= detected[.high]!)
+        #expect(detected[.low]! < detected[.high]!)
+        #expect(VoiceSensitivity.low.threshold > VoiceSensitivity.medium.threshold)
+        #expect(VoiceSensitivity.medium.threshold > VoiceSensitivity.high.threshold)
+    }
+}

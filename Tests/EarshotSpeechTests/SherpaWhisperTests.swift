@@ -1,0 +1,167 @@
+import EarshotAudio
+import EarshotSpeech
+import Foundation
+import Testing
+import TestSupport
+
+/// sherpa-onnx engine tests: Whisper tiny.en, silero VAD, long-form transcription. One serialized
+/// suite (extended in SherpaVADTests.swift and SherpaLongFormTests.swift) so timings are not
+/// skewed by the suite's own tests competing for the CI's two cores.
+@Suite(.serialized) struct SherpaOnnxTests {
+    @Test(.enabled(if: SherpaFixture.modelAvailable, SherpaFixture.modelMissing))
+    func whisperTranscribesLibriVoxWithinTheMeasuredWER() throws {
+        let model = try SherpaFixture.model()
+        print("Whisper tiny.en: loaded in \(SherpaFixture.format(model.loadSeconds)) s, memory ≈ \(model.memoryBytes / 1_048_576) MiB (files \(model.files.byteCount / 1_048_576) MiB)")
+        var pairs: [(reference: String, hypothesis: String)] = []
+        var audioSeconds = 0.0
+        var decodeSeconds = 0.0
+        for utterance in try SherpaFixture.utterances() {
+            let started = Date()
+            let result = try model.transcribe(utterance.samples, sampleRate: 16000)
+            decodeSeconds += Date().timeIntervalSince(started)
+            audioSeconds += Double(utterance.samples.count) / 16000
+            let hypothesis = SherpaFixture.normalized(result.text)
+            let wer = WordErrorRate.rate([(utterance.reference, hypothesis)])
+            print("  \(utterance.id): WER \(SherpaFixture.percent(wer)) — \(result.text)")
+            pairs.append((utterance.reference, hypothesis))
+            #expect(result.words.isEmpty, "this export has no token timestamps")
+        }
+        let wer = WordErrorRate.rate(pairs)
+        print("Whisper tiny.en on 5 LibriVox utterances: WER \(SherpaFixture.percent(wer)), RTF \(SherpaFixture.format(decodeSeconds / audioSeconds)) (\(model.numThreads) threads)")
+        #expect(wer <= SherpaFixture.whisperWERCeiling)
+        #expect(model.memoryBytes > 10_000_000)
+    }
+
+    @Test(.enabled(if: SherpaFixture.modelAvailable, SherpaFixture.modelMissing))
+    func oneModelDecodesOnTwoThreadsAtOnce() throws {
+        let model = try SherpaFixture.model()
+        let utterances = Array(try SherpaFixture.utterances().prefix(2))
+        let expected = try utterances.map { try model.transcribe($0.samples, sampleRate: 16000).text }
+        let results = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        let rounds = 3
+        for (index, utterance) in utterances.enumerated() {
+            let samples = utterance.samples
+            let thread = Thread {
+                for _ in 0..<rounds {
+                    results.append(index, (try? model.transcribe(samples, sampleRate: 16000).text) ?? "<error>")
+                }
+                done.signal()
+            }
+            thread.start()
+        }
+        for _ in utterances { done.wait() }
+        for index in utterances.indices {
+            #expect(results.texts(index) == Array(repeating: expected[index], count: rounds))
+        }
+    }
+
+    @Test(.enabled(if: SherpaFixture.modelAvailable, SherpaFixture.modelMissing))
+    func inputLongerThanOneDecodeIsRejected() throws {
+        let model = try SherpaFixture.model()
+        let tooLong = [Float](repeating: 0, count: Int(29.6 * 16000))
+        #expect(throws: SherpaOnnxError.inputTooLong(seconds: 29.6, limit: 29.5)) {
+            try model.transcribe(tooLong, sampleRate: 16000)
+        }
+        // The limit is in seconds: 30 s at 8 kHz is as long.
+        #expect(throws: SherpaOnnxError.self) { try model.transcribe(Array(tooLong.prefix(240_000)), sampleRate: 8000) }
+        #expect(throws: SherpaOnnxError.self) { try model.transcribe([0], sampleRate: 0) }
+        #expect(try model.transcribe([], sampleRate: 16000).text == "")
+    }
+
+    @Test func missingModelFilesGiveATypedError() throws {
+        #expect(throws: SherpaOnnxError.self) { try WhisperModel.Files(directory: "/nonexistent") }
+        let files = WhisperModel.Files(encoder: "/nonexistent/e.onnx", decoder: "/nonexistent/d.onnx", tokens: "/nonexistent/t.txt")
+        #expect(throws: SherpaOnnxError.missingFile("/nonexistent/e.onnx")) { try WhisperModel(files: files) }
+        #expect(throws: SherpaOnnxError.missingFile("/nonexistent/vad.onnx")) {
+            try SileroDetector(configuration: .init(modelPath: "/nonexistent/vad.onnx"))
+        }
+    }
+}
+
+/// Thread-safe collector for the concurrency test.
+final class ResultBox: @unchecked Sendable {
+    // @unchecked: `byIndex` is only touched under `lock`.
+    private let lock = NSLock()
+    private var byIndex: [Int: [String]] = [:]
+
+    func append(_ index: Int, _ text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        byIndex[index, default: []].append(text)
+    }
+
+    func texts(_ index: Int) -> [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return byIndex[index] ?? []
+    }
+}
+
+/// Shared test data: the Whisper fixture (loaded once), the silero model, LibriVox utterances.
+enum SherpaFixture {
+    /// Measured 6.6 % (fixture README: 7.0 %); a small margin for other CPUs' float rounding.
+    static let whisperWERCeiling = 0.10
+    /// Measured … on the >60 s concatenation.
+    static let longFormWERCeiling = 0.12
+    /// Amplitude scale that makes the sensitivities disagree.
+    static let quietScale: Float = 0.02
+
+    static let modelDirectory = BuiltProducts.packageRoot + "/../shared/fixtures/models/whisper-tiny.en"
+    static let modelAvailable = FileManager.default.fileExists(atPath: modelDirectory + "/tiny-tokens.txt")
+    static let modelMissing: Comment = "Whisper tiny.en fixture not found at ../shared/fixtures/models/whisper-tiny.en"
+    static let vadAvailable = FileManager.default.isReadableFile(atPath: SileroDetector.Configuration.defaultModelPath)
+    static let vadMissing: Comment = "silero VAD not installed at /usr/local/share/earshot/assets/silero_vad.onnx (Scripts/setup.sh)"
+    static let bothAvailable = modelAvailable && vadAvailable
+
+    private static let loaded: Result<WhisperModel, any Error> = Result {
+        try WhisperModel(files: WhisperModel.Files(directory: modelDirectory))
+    }
+
+    /// The shared model, loaded on first use.
+    static func model() throws -> WhisperModel { try loaded.get() }
+
+    struct Utterance: Sendable {
+        var id: String
+        var reference: String
+        var samples: [Float]
+    }
+
+    private static let librivox = "/usr/share/pocketsphinx/test/data/librivox"
+    private static let cachedUtterances: Result<[Utterance], any Error> = Result {
+        let references = try WordErrorRate.librivoxReferences()
+        return try references.keys.sorted().map { id in
+            let reader = try AudioFileReader(path: "\(librivox)/\(id).wav")
+            precondition(reader.sampleRate == 16000 && reader.channels == 1)
+            return Utterance(id: id, reference: references[id]!, samples: try reader.readAll())
+        }
+    }
+
+    /// The five LibriVox utterances (16 kHz mono) with their references, in file order.
+    static func utterances() throws -> [Utterance] { try cachedUtterances.get() }
+
+    /// A recording: the utterances in order, cycled until it passes `seconds`, with `silence`
+    /// seconds of digital silence between them; the sample range of each utterance placed.
+    static func concatenation(longerThan seconds: Double, silence: Double) throws -> (samples: [Float], spans: [(id: String, range: Range<Int>)]) {
+        let utterances = try utterances()
+        var samples: [Float] = []
+        var spans: [(id: String, range: Range<Int>)] = []
+        var index = 0
+        while Double(samples.count) / 16000 <= seconds {
+            if index > 0 { samples += [Float](repeating: 0, count: Int(silence * 16000)) }
+            let utterance = utterances[index % utterances.count]
+            spans.append((utterance.id, samples.count..<(samples.count + utterance.samples.count)))
+            samples += utterance.samples
+            index += 1
+        }
+        return (samples, spans)
+    }
+
+    /// Hypothesis text as the references spell it ("Mr." is read "mister").
+    static func normalized(_ text: String) -> String {
+        WordErrorRate.words(text).map { $0 == "mr" ? "mister" : $0 }.joined(separator: " ")
+    }
+
+    static func percent(_ rate: Double) -> String { String(format: "%.1f %%", rate * 100) }
+    static func format(_ value: Double) -> String { String(format: "%.3f", value) }
+}

@@ -45,7 +45,7 @@ let package = Package(
 
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
         .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotAssets"]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotAudio", "EarshotSystem"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
 

@@ -10,6 +10,8 @@ public actor DaemonConnection {
     private var pending: [String: CheckedContinuation<Frame, any Error>] = [:]
     /// Intermediate events (install progress) for requests in flight, by request id.
     private var progressHandlers: [String: @Sendable (Frame) -> Void] = [:]
+    /// Events of analysis sessions (results, volatile range, finished), by session id.
+    private var sessionHandlers: [String: @Sendable (Frame) -> Void] = [:]
     private var nextID = 1
     private var reader: Task<Void, Never>?
     private var closed = false
@@ -61,6 +63,12 @@ public actor DaemonConnection {
     }
 
     private func deliver(_ frame: Frame) {
+        if frame.requestID == nil, let session = frame.data["session"]?.stringValue {
+            sessionHandlers[session]?(frame)
+            // A finished session sends nothing more.
+            if frame.type == AnalyzerFinished.eventType { sessionHandlers[session] = nil }
+            return
+        }
         guard let id = frame.requestID, awaiting.keys.contains(id) else { return }
         if frame.type.hasSuffix(".progress") {
             progressHandlers[id]?(frame)
@@ -79,6 +87,10 @@ public actor DaemonConnection {
         let waiters = pending
         pending = [:]
         awaiting = [:]
+        let sessions = sessionHandlers.values
+        sessionHandlers = [:]
+        let gone = (try? Frame(ErrorEvent(WireError(.internalError, "the Earshot daemon closed the connection")))) ?? Frame(type: ErrorEvent.eventType)
+        for handler in sessions { handler(gone) }
         for waiter in waiters.values { waiter.resume(throwing: error) }
     }
 
@@ -125,6 +137,17 @@ public actor DaemonConnection {
     /// The daemon's effective configuration.
     public func config() async throws -> ConfigReport {
         try await request(ConfigRequest(), expecting: ConfigReport.self)
+    }
+
+    /// Sends `event` expecting no reply (audio).
+    public func send(_ event: some WireEvent, payload: [UInt8] = []) async throws {
+        guard !closed else { throw EarshotError.disconnected }
+        try await channel.send(Frame(event, payload: payload))
+    }
+
+    /// Routes events of analysis session `session` to `handler` (nil stops).
+    public func subscribe(session: String, _ handler: (@Sendable (Frame) -> Void)?) {
+        sessionHandlers[session] = handler
     }
 
     /// Whether the connection still works.

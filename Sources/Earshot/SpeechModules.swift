@@ -100,6 +100,13 @@ public final class SpeechTranscriber: LocaleDependentSpeechModule {
     public let reportingOptions: Set<ReportingOption>
     public let attributeOptions: Set<ResultAttributeOption>
     private let presetName: String?
+    private let channel = ResultChannel<TranscriptionResult>()
+
+    /// Apple's `SpeechTranscriber.Result`.
+    public typealias Result = TranscriptionResult
+
+    /// This module's results in the analyzer it is part of; ends when the session finishes.
+    public var results: ModuleResults<TranscriptionResult> { ModuleResults(stream: channel.stream) }
 
     public init(locale: Locale, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
         self.locale = locale
@@ -195,6 +202,13 @@ public final class DictationTranscriber: LocaleDependentSpeechModule {
     public let reportingOptions: Set<ReportingOption>
     public let attributeOptions: Set<ResultAttributeOption>
     private let presetName: String?
+    private let channel = ResultChannel<TranscriptionResult>()
+
+    /// Apple's `DictationTranscriber.Result` (the same shape as the transcriber's).
+    public typealias Result = TranscriptionResult
+
+    /// This module's results in the analyzer it is part of; ends when the session finishes.
+    public var results: ModuleResults<TranscriptionResult> { ModuleResults(stream: channel.stream) }
 
     public init(locale: Locale, contentHints: Set<ContentHint>, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
         self.locale = locale
@@ -238,6 +252,13 @@ public final class SpeechDetector: SpeechModule {
     public let detectionOptions: DetectionOptions
     /// Whether the detector emits speech/no-speech results itself (besides gating transcribers).
     public let reportResults: Bool
+    private let channel = ResultChannel<DetectionResult>()
+
+    /// Apple's `SpeechDetector.Result`.
+    public typealias Result = DetectionResult
+
+    /// Speech and no-speech ranges (with `reportResults`); ends when the session finishes.
+    public var results: ModuleResults<DetectionResult> { ModuleResults(stream: channel.stream) }
 
     public init(detectionOptions: DetectionOptions = DetectionOptions(sensitivityLevel: .medium), reportResults: Bool = false) {
         self.detectionOptions = detectionOptions
@@ -248,4 +269,19 @@ public final class SpeechDetector: SpeechModule {
         ModuleConfiguration(kind: .detector, locale: nil, reportingOptions: reportResults ? ["reportResults"] : [],
                             sensitivity: detectionOptions.sensitivityLevel.rawValue)
     }
+}
+
+extension SpeechTranscriber: ResultReceiving {
+    func receive(_ result: AnalyzerResult) { channel.yield(TranscriptionResult(result)) }
+    func finishResults(_ error: (any Error)?) { channel.finish(error) }
+}
+
+extension DictationTranscriber: ResultReceiving {
+    func receive(_ result: AnalyzerResult) { channel.yield(TranscriptionResult(result)) }
+    func finishResults(_ error: (any Error)?) { channel.finish(error) }
+}
+
+extension SpeechDetector: ResultReceiving {
+    func receive(_ result: AnalyzerResult) { channel.yield(DetectionResult(result)) }
+    func finishResults(_ error: (any Error)?) { channel.finish(error) }
 }

@@ -5,7 +5,7 @@ import EarshotWire
 public enum InstallCommand {
     /// Installs the first candidate module the daemon supports, with progress on stderr. Returns
     /// `.nothingToDo` when it was installed already.
-    public static func run(_ connection: DaemonConnection, candidates: [ModuleConfiguration], json: Bool) async throws -> ExitCode {
+    public static func run(_ connection: DaemonConnection, candidates: [ModuleConfiguration], json: Bool, quiet: Bool = false) async throws -> ExitCode {
         let statuses = try await connection.request(ModuleStatusRequest(modules: candidates), expecting: ModuleStatusReply.self).modules
         guard let index = statuses.firstIndex(where: { $0 != .unsupported }) else {
             let locale = candidates.first?.locale ?? "-"
@@ -14,10 +14,12 @@ public enum InstallCommand {
         let module = candidates[index]
         let display = ProgressDisplay()
         let reply = try await connection.request(InstallRequest(modules: [module]), expecting: InstallReply.self) { frame in
-            if !json, let event = try? frame.decode(InstallProgress.self) { display.show(event) }
+            if !json || quiet, let event = try? frame.decode(InstallProgress.self) { display.show(event) }
         }
         display.finish()
-        if json {
+        if quiet {
+            // The caller reports; progress went to stderr.
+        } else if json {
             Output.json(reply)
         } else if reply.nothingToDo {
             print("\(module.kind.rawValue) for \(module.locale ?? "any locale") is already installed")

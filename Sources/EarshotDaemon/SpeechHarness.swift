@@ -35,6 +35,12 @@ struct SpeechHarness: Sendable {
             }
             let last = try await self.control(control, session: session, requester: context)
             return [try Frame(AnalyzerControlDone(id: control.id, session: control.session, lastSampleTime: last))]
+        case StatsRequest.eventType:
+            let request = try frame.decode(StatsRequest.self)
+            let stats = await speech.stats()
+            return [try Frame(StatsReply(id: request.id, sessions: stats.sessions,
+                                         models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
+                                         modelLoads: stats.loads, residentBytes: Self.residentBytes()))]
         case Transcribe.eventType, AudioStart.eventType, AudioChunk.eventType, AudioStop.eventType:
             return try await WyomingTranscriber(harness: self).handle(frame, context: context)
         default:
@@ -70,6 +76,14 @@ struct SpeechHarness: Sendable {
             for lease in leases { await assets.endLease(lease) }
             throw error
         }
+    }
+
+    /// This process's resident set size (from /proc/self/statm).
+    static func residentBytes() -> Int {
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/statm"), let data = try? handle.readToEnd() else { return 0 }
+        try? handle.close()
+        let fields = String(decoding: data, as: UTF8.self).split(separator: " ")
+        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
     }
 
     static func modelAsset(_ lease: AssetLease) -> ModelAsset {

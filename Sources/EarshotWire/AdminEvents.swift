@@ -226,3 +226,46 @@ public struct UpdateReply: WireEvent, Hashable {
         self.changed = changed
     }
 }
+
+/// `earshot.stats`: analysis sessions and loaded models.
+public struct StatsRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.stats"
+    public var id: String?
+    public init(id: String? = nil) { self.id = id }
+}
+
+/// One loaded model.
+public struct LoadedModelInfo: Codable, Sendable, Hashable {
+    /// `asset@version` and load settings.
+    public var key: String
+    /// Sessions using it now.
+    public var users: Int
+    /// Approximate resident memory it holds.
+    public var memoryBytes: Int
+    public init(key: String, users: Int, memoryBytes: Int) {
+        self.key = key
+        self.users = users
+        self.memoryBytes = memoryBytes
+    }
+    enum CodingKeys: String, CodingKey { case key, users, memoryBytes = "memory_bytes" }
+}
+
+/// `earshot.stats.result`.
+public struct StatsReply: WireEvent, Hashable {
+    public static let eventType = "earshot.stats.result"
+    public var id: String?
+    public var sessions: Int
+    public var models: [LoadedModelInfo]
+    /// Model loads since start (a model shared by several sessions loads once).
+    public var modelLoads: Int
+    /// Resident memory of the daemon.
+    public var residentBytes: Int
+    public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int) {
+        self.id = id
+        self.sessions = sessions
+        self.models = models
+        self.modelLoads = modelLoads
+        self.residentBytes = residentBytes
+    }
+    enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes" }
+}

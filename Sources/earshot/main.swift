@@ -11,9 +11,14 @@ let usage = """
       install --locale L [--module KIND]      install what a module needs, with progress (exit 2: already installed)
       reservations                            this app's reserved locales
       reserve L | release L                   reserve or release a locale
+      transcribe FILE... [--locale L] [--module KIND] [--json|--srt|--vtt]
+                                              transcribe audio files (any format libsndfile reads); installs
+                                              the model if needed, preferring a transcriber over dictation
+      transcribe --live [--rate HZ] [--channels N]
+                                              transcribe raw s16le PCM from stdin as it arrives
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module"], flags: ["json", "installed"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "rate", "channels"], flags: ["json", "installed", "srt", "vtt", "live"])
 let arguments = invocation.arguments
 let command = invocation.command
 let json = arguments.has("json")
@@ -52,6 +57,9 @@ do {
         if json { Output.json(reply) } else { reply.locales.forEach { print($0) } }
     case "install":
         code = try await InstallCommand.run(connection, candidates: ModuleArguments.candidates(arguments), json: json)
+    case "transcribe":
+        await EarshotService.shared.configure(appID: "org.earshot.earshot", socket: connection.socketPath)
+        code = try await TranscribeCommand.run(arguments, connection: connection)
     case "reservations":
         ReservationPrinter.print(try await connection.request(ReservationsRequest(), expecting: ReservationsReply.self), json: json, showOwner: false)
     case "reserve":

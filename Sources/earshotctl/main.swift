@@ -20,6 +20,7 @@ let usage = """
       cancel ASSET                             stop an asset's install; the partial download is kept
       gc [--dry-run]                           garbage-collect now; report what is (or would be) freed
       update                                   refresh catalogs and update installed assets (exit 2: nothing changed)
+      stats                                    analysis sessions and loaded models with their memory
     """
 
 let invocation = CommandInvocation.parse(
@@ -100,6 +101,18 @@ do {
             print("\(reply.dryRun ? "would free" : "freed") \(ProgressDisplay.bytes(reply.freedBytes))")
         }
         code = reply.removed.isEmpty && reply.expiredReservations.isEmpty ? .nothingToDo : .success
+    case "stats":
+        let reply = try await connection.request(StatsRequest(), expecting: StatsReply.self)
+        if json {
+            Output.json(reply)
+        } else {
+            Output.fields([("sessions", "\(reply.sessions)"), ("model loads", "\(reply.modelLoads) since start"),
+                           ("resident memory", ProgressDisplay.bytes(Int64(reply.residentBytes)))])
+            if !reply.models.isEmpty {
+                print("")
+                Output.table(["MODEL", "SESSIONS", "MEMORY"], reply.models.map { [$0.key, "\($0.users)", ProgressDisplay.bytes(Int64($0.memoryBytes))] })
+            }
+        }
     case "update":
         let display = ProgressDisplay()
         let reply = try await connection.request(UpdateRequest(), expecting: UpdateReply.self) { frame in

@@ -45,7 +45,7 @@ enum PocketSphinxFixtures {
     }
 }
 
-/// The PocketSphinx error `body` throws, if any (checked on the test's side of `onDecoderThread`).
+/// The PocketSphinx error `body` throws, if any (checked on the test's side of `onPocketSphinxThread`).
 func pocketSphinxError(_ body: () throws -> some Any) -> PocketSphinxError? {
     do {
         _ = try body()
@@ -58,7 +58,7 @@ func pocketSphinxError(_ body: () throws -> some Any) -> PocketSphinxError? {
 }
 
 /// Runs blocking decoder work on its own thread, as the daemon must (never the cooperative pool).
-func onDecoderThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+func onPocketSphinxThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread { continuation.resume(with: Result { try work() }) }
         thread.name = "pocketsphinx-test"
@@ -68,7 +68,7 @@ func onDecoderThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) as
 
 /// The five LibriVox utterances decoded once (streamed in 100 ms chunks, and whole), shared by
 /// the tests that check accuracy, times, confidences and alternatives.
-struct LibrivoxRun: Sendable {
+struct PocketSphinxLibrivoxRun: Sendable {
     var id: String
     var reference: String
     var duration: Double
@@ -78,20 +78,20 @@ struct LibrivoxRun: Sendable {
     var wholeSeconds: Double
 }
 
-actor LibrivoxRuns {
-    static let shared = LibrivoxRuns()
+actor PocketSphinxLibrivoxRuns {
+    static let shared = PocketSphinxLibrivoxRuns()
     static let alternatives = 5
-    private var task: Task<[LibrivoxRun], any Error>?
+    private var task: Task<[PocketSphinxLibrivoxRun], any Error>?
 
-    func get() async throws -> [LibrivoxRun] {
-        if task == nil { task = Task { try await onDecoderThread(Self.decodeAll) } }
+    func get() async throws -> [PocketSphinxLibrivoxRun] {
+        if task == nil { task = Task { try await onPocketSphinxThread(Self.decodeAll) } }
         return try await task!.value
     }
 
-    private static func decodeAll() throws -> [LibrivoxRun] {
+    private static func decodeAll() throws -> [PocketSphinxLibrivoxRun] {
         let references = try WordErrorRate.librivoxReferences()
         let decoder = try PocketSphinxDecoder(model: PocketSphinxFixtures.model())
-        var runs: [LibrivoxRun] = []
+        var runs: [PocketSphinxLibrivoxRun] = []
         for id in references.keys.sorted() {
             let samples = try PocketSphinxFixtures.librivox(id)
             var clock = ContinuousClock.now
@@ -104,7 +104,7 @@ actor LibrivoxRuns {
             clock = .now
             let whole = try decoder.decodeUtterance(samples, alternatives: alternatives)
             let wholeSeconds = seconds(ContinuousClock.now - clock)
-            runs.append(LibrivoxRun(
+            runs.append(PocketSphinxLibrivoxRun(
                 id: id, reference: references[id]!, duration: Double(samples.count) / Double(PocketSphinxModel.sampleRate),
                 streamed: streamed, whole: whole, streamedSeconds: streamedSeconds, wholeSeconds: wholeSeconds))
         }

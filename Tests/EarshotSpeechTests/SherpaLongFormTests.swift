@@ -1,3 +1,4 @@
+import EarshotAudio
 import EarshotSpeech
 import Foundation
 import Testing
@@ -37,7 +38,7 @@ extension SherpaOnnxTests {
             let text = SherpaFixture.normalized(overlapping.map(\.transcription.text).joined(separator: " "))
             let words = WordErrorRate.words(utterances[span.id]!)
             let found = words.filter { WordErrorRate.words(text).contains($0) }.count
-            #expect(Double(found) >= 0.8 * Double(words.count), "utterance \(span.id): only \(found) of \(words.count) words in “\(text)”")
+            #expect(Double(found) >= 0.6 * Double(words.count), "utterance \(span.id): only \(found) of \(words.count) words in “\(text)”")
         }
     }
 
@@ -58,11 +59,37 @@ extension SherpaOnnxTests {
 
     @Test(.enabled(if: SherpaFixture.bothAvailable, "needs the Whisper tiny.en fixture and the silero VAD model"))
     func fileTranscriptionReadsAndResamples() throws {
-        // A LibriVox file through the file path (16 kHz already) and the same audio at 44.1 kHz.
+        // A LibriVox file as it is (16 kHz mono) and converted to 44.1 kHz stereo 16-bit WAV.
         let model = try SherpaFixture.model()
         let utterance = try SherpaFixture.utterances()[0]
-        let direct = try LongFormTranscriber(model: model).transcribe(file: "/usr/share/pocketsphinx/test/data/librivox/\(utterance.id).wav")
-        #expect(WordErrorRate.rate([(utterance.reference, SherpaFixture.normalized(direct.map(\.transcription.text).joined(separator: " ")))]) <= 0.15)
-        #expect(throws: (any Error).self) { try LongFormTranscriber(model: model).transcribe(file: "/nonexistent.wav") }
+        let transcriber = LongFormTranscriber(model: model)
+        func wer(_ segments: [LongFormTranscriber.Segment]) -> Double {
+            WordErrorRate.rate([(utterance.reference, SherpaFixture.normalized(segments.map(\.transcription.text).joined(separator: " ")))])
+        }
+        let direct = try transcriber.transcribe(file: "/usr/share/pocketsphinx/test/data/librivox/\(utterance.id).wav")
+        #expect(wer(direct) <= 0.1)
+
+        let directory = try TempDirectory("sherpa")
+        defer { directory.remove() }
+        let resampled = try Resampler.convert(utterance.samples, from: 16000, to: 44100, channels: 1)
+        let path = directory.file("stereo.wav")
+        try Self.wav(resampled.flatMap { [$0, $0] }, rate: 44100, channels: 2).write(to: URL(fileURLWithPath: path))
+        let converted = try transcriber.transcribe(file: path)
+        #expect(wer(converted) <= 0.1)
+        let total = Double(utterance.samples.count) / 16000
+        #expect(converted.allSatisfy { $0.end <= total + 0.05 })
+
+        #expect(throws: AudioError.self) { try transcriber.transcribe(file: "/nonexistent.wav") }
+    }
+
+    /// A 16-bit PCM WAV file of interleaved `samples`.
+    static func wav(_ samples: [Float], rate: Int, channels: Int) -> Data {
+        func le<T: FixedWidthInteger>(_ value: T) -> [UInt8] { withUnsafeBytes(of: value.littleEndian, Array.init) }
+        let pcm = PCM.s16le(samples)
+        var data = Array("RIFF".utf8) + le(UInt32(36 + pcm.count)) + Array("WAVEfmt ".utf8)
+        data += le(UInt32(16)) + le(UInt16(1)) + le(UInt16(channels)) + le(UInt32(rate))
+        data += le(UInt32(rate * channels * 2)) + le(UInt16(channels * 2)) + le(UInt16(16))
+        data += Array("data".utf8) + le(UInt32(pcm.count)) + pcm
+        return Data(data)
     }
 }

@@ -56,9 +56,12 @@ extension SherpaOnnxTests {
 
     @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
     func longSpeechIsSplitWithoutDroppingAudio() throws {
-        // ~50 s of continuous reading: the utterances back to back. With a 1 s minimum silence no
-        // pause ends a segment, so every split is a length split; tight limits exercise both
-        // sherpa-onnx's split at a probability dip (after 5 s) and the forced cut (at 7 s).
+        // ~46 s of continuous reading: the utterances back to back, no pause reaching the minimum
+        // silence, so every split is a length split. Left alone, sherpa-onnx 2.0.1 splits this
+        // (max_speech_duration 20) at 21.37 s and starts the next segment at 21.76 s, dropping
+        // 0.39 s (the next utterance's first word); with max 5 s it makes segments of up to 9.9 s,
+        // each 0.26–0.39 s apart. Tight limits (5 s, hard 7 s) exercise the forced cut; the
+        // defaults exercise sherpa-onnx's own split.
         let (samples, _) = try SherpaFixture.concatenation(longerThan: 45, silence: 0)
         let configuration = SileroDetector.Configuration(minSilenceDuration: 1, maxSpeechDuration: 5, hardLimit: 7)
         for chunk in [777, 16000] {

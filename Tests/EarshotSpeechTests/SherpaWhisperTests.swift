@@ -37,7 +37,7 @@ import TestSupport
         let model = try SherpaFixture.model()
         let utterances = Array(try SherpaFixture.utterances().prefix(2))
         let expected = try utterances.map { try model.transcribe($0.samples, sampleRate: 16000).text }
-        let results = ResultBox()
+        let results = TextsByIndex()
         let done = DispatchSemaphore(value: 0)
         let rounds = 3
         for (index, utterance) in utterances.enumerated() {
@@ -80,7 +80,7 @@ import TestSupport
 }
 
 /// Thread-safe collector for the concurrency test.
-final class ResultBox: @unchecked Sendable {
+private final class TextsByIndex: @unchecked Sendable {
     // @unchecked: `byIndex` is only touched under `lock`.
     private let lock = NSLock()
     private var byIndex: [Int: [String]] = [:]
@@ -100,12 +100,15 @@ final class ResultBox: @unchecked Sendable {
 
 /// Shared test data: the Whisper fixture (loaded once), the silero model, LibriVox utterances.
 enum SherpaFixture {
-    /// Measured 6.6 % (fixture README: 7.0 %); a small margin for other CPUs' float rounding.
+    /// Measured 7.0 % (5 errors in 71 words, as the fixture README says); 2 errors of margin for
+    /// other CPUs' float rounding.
     static let whisperWERCeiling = 0.10
-    /// Measured … on the >60 s concatenation.
-    static let longFormWERCeiling = 0.12
-    /// Amplitude scale that makes the sensitivities disagree.
-    static let quietScale: Float = 0.02
+    /// Measured 4.9 % on the 67 s concatenation (8 errors in 164 words) and 1.5 % on 46 s of
+    /// continuous speech split by length.
+    static let longFormWERCeiling = 0.08
+    /// Amplitude scale (−50 dB) at which the sensitivities clearly disagree (measured: low 0.9 s,
+    /// medium 8.0 s, high 11.5 s of ~20 s of speech).
+    static let quietScale: Float = 0.003
 
     static let modelDirectory = BuiltProducts.packageRoot + "/../shared/fixtures/models/whisper-tiny.en"
     static let modelAvailable = FileManager.default.fileExists(atPath: modelDirectory + "/tiny-tokens.txt")

@@ -31,7 +31,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// Samples since the end of the last finalized segment, and the VAD index of the first.
     private var open: [Float] = []
     private var openStart: Int64 = 0
-    /// The last 0.5 s, prepended when a streaming decoder starts an utterance.
+    /// The last second, prepended when a streaming decoder starts an utterance.
     private var preroll: [Float] = []
     private var utteranceStart: Int64?
     private var lastVolatileAt: Int64 = 0
@@ -161,7 +161,7 @@ public final class AnalysisSession: @unchecked Sendable {
         consumed += Int64(samples.count)
         lastTime = time(at: consumed)
         open += samples
-        preroll = Array((preroll + samples).suffix(Int(Self.sampleRate) / 2))
+        preroll = Array((preroll + samples).suffix(Int(Self.sampleRate)))
         vad.accept(samples)
         try feedStreaming(samples, from: first)
         try drainSegments()
@@ -169,9 +169,11 @@ public final class AnalysisSession: @unchecked Sendable {
         if let after = finishAfter, let last = lastTime, last >= after { finishNow(finalizing: true) }
     }
 
+    /// Follows speech as it arrives in streaming decoders that report volatile results (the others
+    /// decode each segment whole when it ends, which is as accurate and cheaper).
     private func feedStreaming(_ samples: [Float], from first: Int64) throws {
         let decoders = modules.compactMap { module -> (any StreamingDecoding)? in
-            if case .streaming(let d) = module.engine { return d }
+            if case .streaming(let d) = module.engine, module.wantsVolatile { return d }
             return nil
         }
         guard !decoders.isEmpty else { return }
@@ -199,14 +201,17 @@ public final class AnalysisSession: @unchecked Sendable {
                     let transcription = try model.transcribe(segment.samples, sampleRate: Int(Self.sampleRate))
                     publish(module, transcription, from: start, to: end, final: true)
                 case .streaming(let decoder):
-                    guard let uttStart = utteranceStart else {
-                        // Speech too short to start an utterance while streaming: decode it whole.
+                    let alternatives = module.wantsAlternatives ? 4 : 0
+                    // The streamed utterance is used when it began with the segment; one started
+                    // late (VAD onset lag beyond the pre-roll) is redone on the whole segment.
+                    if let uttStart = utteranceStart, uttStart <= start + Int64(Self.sampleRate) / 10 {
+                        publish(module, try decoder.endUtterance(alternatives: alternatives), from: uttStart, to: end, final: true)
+                    } else {
+                        if utteranceStart != nil { _ = try decoder.endUtterance(alternatives: 0) }
                         try decoder.startUtterance()
                         try decoder.process(segment.samples)
-                        publish(module, try decoder.endUtterance(alternatives: module.wantsAlternatives ? 4 : 0), from: start, to: end, final: true)
-                        continue
+                        publish(module, try decoder.endUtterance(alternatives: alternatives), from: start, to: end, final: true)
                     }
-                    publish(module, try decoder.endUtterance(alternatives: module.wantsAlternatives ? 4 : 0), from: uttStart, to: end, final: true)
                 case .detector:
                     guard module.reportsDetection else { continue }
                     if start > lastDetectionEnd { publishDetection(module, from: lastDetectionEnd, to: start, speech: false) }

@@ -27,6 +27,7 @@ import Foundation
 /// built from phrase counts or templates, installed with `ps_set_lm` (or interpolated with the
 /// base model through an `ngram_model_set`) — not done here.
 public final class PocketSphinxDecoder: @unchecked Sendable {
+    /// The model this decoder loaded.
     public let model: PocketSphinxModel
     /// Feature frames per second (`-frate`, 100 unless overridden): the unit of word times.
     public let frameRate: Int

@@ -37,6 +37,7 @@ public struct PocketSphinxModel: Sendable, Hashable {
         /// argument table to stderr before `configurationRejected`.
         public var additionalArguments: [String: String]
 
+        /// Defaults: best-path lattice on, mean word posterior, 200 n-best hypotheses examined.
         public init(
             bestPath: Bool = true,
             utteranceConfidence: UtteranceConfidence = .meanWordPosterior,
@@ -60,6 +61,7 @@ public struct PocketSphinxModel: Sendable, Hashable {
     public let languageModel: String
     /// Pronunciation dictionary.
     public let dictionary: String
+    /// Decoder options, as given.
     public let options: Options
     /// Decoder arguments without the program name, in the order given to `cmd_ln_parse_r`.
     public let arguments: [String]

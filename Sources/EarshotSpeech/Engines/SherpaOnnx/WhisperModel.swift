@@ -4,16 +4,16 @@ import Foundation
 /// An offline Whisper recognizer (sherpa-onnx C API) loaded once and shared by every session that
 /// uses the same files and settings.
 ///
-/// Calls block (loading takes about a second, a decode a fraction of the audio's duration): run
+/// Calls block (loading tiny.en takes ~0.2–0.7 s, a decode 3–4 % of the audio's duration): run
 /// them on dedicated threads (`BlockingWork`), never on the cooperative pool.
 ///
 /// Thread safety: `transcribe` may be called from several threads at once. Each call has its own
-/// sherpa-onnx stream; sherpa-onnx documents the recognizer as thread-safe and streams as not
-/// (k2-fsa/sherpa-onnx#1450), and its Whisper recognizer decodes in a `const` method whose model
-/// work is ONNX Runtime `Session::Run` (safe to call concurrently). The one shared write is the
-/// recognizer copying its own, never-changed Whisper settings into its decoder at the start of
-/// every decode (`offline-recognizer-whisper-impl.h`): identical bytes, harmless in practice, but a
-/// data race a thread sanitizer reports. Pass `concurrentDecoding: false` to serialize decodes.
+/// sherpa-onnx stream; sherpa-onnx's maintainer states that recognizers are thread-safe and streams
+/// are not (k2-fsa/sherpa-onnx#1450), and its Whisper recognizer decodes in a `const` method whose
+/// model work is ONNX Runtime `Session::Run` (safe to call concurrently). The one shared write is
+/// the recognizer copying its own, never-changed Whisper settings into its decoder at the start of
+/// every decode (`offline-recognizer-whisper-impl.h`): identical bytes, harmless in practice but a
+/// data race in C++ terms. Pass `concurrentDecoding: false` to serialize decodes.
 public final class WhisperModel: @unchecked Sendable {
     // @unchecked: `recognizer` is created in init and destroyed in deinit only; in between it is
     // used through sherpa-onnx calls that are safe concurrently (see above), or under `serial`.
@@ -60,7 +60,8 @@ public final class WhisperModel: @unchecked Sendable {
     public static let maximumDuration: Double = 29.5
 
     public let files: Files
-    /// Whisper language code given to the model ("en").
+    /// Whisper language code given to the model ("en"; English-only exports ignore it). A code a
+    /// multilingual model does not list makes sherpa-onnx exit the process: validate it first.
     public let language: String
     /// ONNX Runtime threads per decode.
     public let numThreads: Int

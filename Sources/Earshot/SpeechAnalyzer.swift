@@ -1,0 +1,230 @@
+import EarshotWire
+import Foundation
+
+/// Analyses one audio timeline with N modules, each delivering results through its `results`
+/// (Apple's `SpeechAnalyzer`). The models run in `earshotd`; this actor streams audio to it and
+/// routes results back.
+///
+/// Finishing the input does not finish the session: call a finish method (or
+/// ``finalizeAndFinishThroughEndOfInput()``), after which every module's results end.
+public actor SpeechAnalyzer {
+    /// Analysis options (Apple's `SpeechAnalyzer.Options`).
+    public struct Options: Sendable, Equatable {
+        public enum ModelRetention: Sendable, Hashable, CaseIterable {
+            case whileInUse, lingering, processLifetime
+        }
+        public let priority: TaskPriority
+        public let modelRetention: ModelRetention
+        public let ignoresResourceLimits: Bool
+
+        public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false) {
+            self.priority = priority
+            self.modelRetention = modelRetention
+            self.ignoresResourceLimits = ignoresResourceLimits
+        }
+
+        var wire: AnalysisOptions {
+            let retention: EarshotWire.ModelRetention = switch modelRetention {
+            case .whileInUse: .whileInUse
+            case .lingering: .lingering
+            case .processLifetime: .processLifetime
+            }
+            return AnalysisOptions(modelRetention: retention, ignoresResourceLimits: ignoresResourceLimits)
+        }
+    }
+
+    public private(set) var modules: [any SpeechModule]
+    public let options: Options?
+    public private(set) var context: AnalysisContext
+    /// The range whose results may still change, if any.
+    public private(set) var volatileRange: CMTimeRange?
+    private var volatileHandler: (@Sendable (CMTimeRange?, Bool, Bool) -> Void)?
+    private var connection: DaemonConnection?
+    private var sessionID: String?
+    private var lastSampleTime: CMTime?
+    private var finished = false
+    private var failure: (any Error)?
+    /// Analysis started by `init(inputSequence:…)` or `start(inputSequence:)`.
+    private let autonomous = TaskBox()
+
+    public init(modules: [any SpeechModule], options: Options? = nil) {
+        self.modules = modules
+        self.options = options
+        context = AnalysisContext()
+    }
+
+    /// Creates the analyzer and starts analysing `inputSequence` autonomously.
+    public init<S: AsyncSequence & Sendable>(inputSequence: S, modules: [any SpeechModule], options: Options? = nil,
+                                             analysisContext: AnalysisContext = AnalysisContext(),
+                                             volatileRangeChangedHandler: (@Sendable (CMTimeRange?, Bool, Bool) -> Void)? = nil) where S.Element == AnalyzerInput {
+        self.modules = modules
+        self.options = options
+        context = analysisContext
+        volatileHandler = volatileRangeChangedHandler
+        autonomous.set(Task { [self] in _ = try? await self.analyzeSequence(inputSequence) })
+    }
+
+    /// The best format for `modules`: 16 kHz mono 16-bit PCM, or nil when no daemon answers or
+    /// their assets are not installed.
+    public static func bestAvailableAudioFormat(compatibleWith modules: [any SpeechModule]) async -> AudioFormat? {
+        guard await AssetInventory.status(forModules: modules) == .installed else { return nil }
+        return AudioFormat(.speech16k)
+    }
+
+    /// Loads the models now so the first results come without a loading delay.
+    public func prepareToAnalyze(in format: AudioFormat?) async throws {
+        _ = try await session()
+    }
+
+    /// Replaces the modules (not supported once a session runs: the daemon keeps them fixed).
+    public func setModules(_ newModules: [any SpeechModule]) async throws {
+        guard sessionID == nil else {
+            throw EarshotError.daemon(WireError(.badRequest, "modules cannot change once analysis started; create a new SpeechAnalyzer"))
+        }
+        modules = newModules
+    }
+
+    /// Sets the context for analysis that has not started yet.
+    public func setContext(_ newContext: AnalysisContext) async throws {
+        guard sessionID == nil else {
+            throw EarshotError.daemon(WireError(.badRequest, "the context cannot change once analysis started"))
+        }
+        context = newContext
+    }
+
+    /// Calls `handler(range, changedStart, changedEnd)` whenever the volatile range changes.
+    public func setVolatileRangeChangedHandler(_ handler: (@Sendable (CMTimeRange?, Bool, Bool) -> Void)?) {
+        volatileHandler = handler
+    }
+
+    /// Streams `inputSequence` to the session; returns the time just after the last sample
+    /// consumed (nil if none) when the sequence ends or the task is cancelled. Analysis of the last
+    /// audio may still be in progress: finalize or finish to wait for it.
+    public func analyzeSequence<S: AsyncSequence & Sendable>(_ inputSequence: S) async throws -> CMTime? where S.Element == AnalyzerInput {
+        let (connection, id) = try await session()
+        do {
+            for try await input in inputSequence {
+                if Task.isCancelled || finished { break }
+                let format = AudioFormatSpec(rate: Int(input.buffer.format.sampleRate), width: input.buffer.format.commonFormat == .pcmFormatInt16 ? 2 : 4,
+                                             channels: input.buffer.format.channelCount, encoding: input.buffer.format.commonFormat == .pcmFormatInt16 ? "s16le" : "f32le")
+                try await connection.send(AnalyzerAudio(session: id, format: format, start: input.bufferStartTime), payload: input.buffer.wireBytes)
+                let start = input.bufferStartTime ?? lastSampleTime ?? .zero
+                lastSampleTime = start + CMTime(value: Int64(input.buffer.frameLength), timescale: Int32(input.buffer.format.sampleRate))
+            }
+        } catch is CancellationError {
+            // Cancelled: return the watermark, as Apple's does.
+        }
+        if let failure { throw failure }
+        return lastSampleTime
+    }
+
+    /// Starts analysing `inputSequence` in the background.
+    public func start<S: AsyncSequence & Sendable>(inputSequence: S) async throws where S.Element == AnalyzerInput {
+        _ = try await session()
+        autonomous.set(Task { [self] in _ = try? await self.analyzeSequence(inputSequence) })
+    }
+
+    /// Stops analysing audio before `time`.
+    public func cancelAnalysis(before time: CMTime) {
+        guard let connection, let sessionID else { return }
+        Task { _ = try? await connection.request(AnalyzerControl(session: sessionID, action: "cancel-before", time: time), expecting: AnalyzerControlDone.self) }
+    }
+
+    /// Finalizes results up to `time` (nil: all input so far); the session continues.
+    public func finalize(through time: CMTime?) async throws {
+        guard let (connection, id) = try await liveSession() else { return }
+        _ = try await connection.request(AnalyzerControl(session: id, action: "finalize", time: time), expecting: AnalyzerControlDone.self)
+    }
+
+    /// Finalizes through `time`, then finishes: every module's results end.
+    public func finalizeAndFinish(through time: CMTime) async throws {
+        try await finish(.finalizeThrough, time: time)
+    }
+
+    /// Finalizes everything received, then finishes.
+    public func finalizeAndFinishThroughEndOfInput() async throws {
+        await autonomous.task?.value
+        try await finish(.finalizeThroughEndOfInput, time: nil)
+    }
+
+    /// Finishes once input reaches `time`.
+    public func finish(after time: CMTime) async throws {
+        try await finish(.after, time: time)
+    }
+
+    /// Drops pending work and finishes now.
+    public func cancelAndFinishNow() async {
+        autonomous.task?.cancel()
+        try? await finish(.cancelNow, time: nil)
+        if !finished { end(nil) }
+    }
+
+    private func finish(_ mode: FinishMode, time: CMTime?) async throws {
+        guard let (connection, id) = try await liveSession() else {
+            end(nil)
+            return
+        }
+        _ = try await connection.request(AnalyzerControl(session: id, action: "finish", time: time, mode: mode), expecting: AnalyzerControlDone.self)
+        if let failure { throw failure }
+    }
+
+    /// The open session, or nil if none was ever opened (then there is nothing to finish).
+    private func liveSession() async throws -> (DaemonConnection, String)? {
+        if let failure { throw failure }
+        guard let connection, let sessionID, !finished else { return nil }
+        return (connection, sessionID)
+    }
+
+    /// Opens the session on first use.
+    private func session() async throws -> (DaemonConnection, String) {
+        if let failure { throw failure }
+        if let connection, let sessionID { return (connection, sessionID) }
+        guard !finished else { throw EarshotError.daemon(WireError(.badRequest, "the analysis session has finished")) }
+        let connection = try await EarshotService.shared.connection()
+        let reply = try await connection.request(
+            AnalyzerOpen(modules: modules.map(\.moduleConfiguration), options: options?.wire ?? AnalysisOptions(), context: context.wire),
+            expecting: AnalyzerOpened.self)
+        self.connection = connection
+        sessionID = reply.session
+        await connection.subscribe(session: reply.session) { [weak self] frame in
+            guard let self else { return }
+            Task { await self.handle(frame) }
+        }
+        return (connection, reply.session)
+    }
+
+    private func handle(_ frame: Frame) {
+        switch frame.type {
+        case AnalyzerResult.eventType:
+            guard let result = try? frame.decode(AnalyzerResult.self), modules.indices.contains(result.module) else { return }
+            (modules[result.module] as? any ResultReceiving)?.receive(result)
+        case AnalyzerVolatileRange.eventType:
+            guard let event = try? frame.decode(AnalyzerVolatileRange.self) else { return }
+            let old = volatileRange
+            volatileRange = event.range
+            volatileHandler?(event.range, old?.start != event.range?.start, old?.end != event.range?.end)
+        case AnalyzerFinished.eventType:
+            let event = try? frame.decode(AnalyzerFinished.self)
+            end(event?.error.map { EarshotError.daemon($0.wireError) })
+        case ErrorEvent.eventType:
+            end(EarshotError.daemon((try? frame.decode(ErrorEvent.self))?.wireError ?? WireError(.internalError, "analysis failed")))
+        default:
+            break
+        }
+    }
+
+    private func end(_ error: (any Error)?) {
+        guard !finished else { return }
+        finished = true
+        failure = error
+        for module in modules { (module as? any ResultReceiving)?.finishResults(error) }
+    }
+}
+
+/// Holds the autonomous analysis task (set from a nonisolated initializer).
+final class TaskBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Task<Void, Never>?
+    var task: Task<Void, Never>? { lock.withLock { stored } }
+    func set(_ task: Task<Void, Never>) { lock.withLock { stored = task } }
+}

@@ -55,6 +55,6 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "TestSupport"]),
     ]
 )

@@ -52,6 +52,22 @@ extension SherpaOnnxTests {
         print("  speech detected inside the inserted silences: \(SherpaFixture.percent(Double(speechInGaps) / Double(gapSamples)))")
         #expect(Double(speechInGaps) <= 0.2 * Double(gapSamples))
         #expect(segments.count >= spans.count && segments.count <= 2 * spans.count)
+
+        // Padded for a recognizer, the segments grow but report the same speech.
+        let padded = try SileroDetector(configuration: .transcription)
+        var detected: [SileroDetector.DetectedSpeech] = []
+        for start in stride(from: 0, to: samples.count, by: 4000) {
+            padded.accept(Array(samples[start..<min(start + 4000, samples.count)]))
+            detected += padded.popDetectedSpeech()
+        }
+        padded.flush()
+        detected += padded.popDetectedSpeech()
+        #expect(detected.map(\.speech) == segments.map { $0.startSample..<($0.startSample + Int64($0.samples.count)) })
+        for item in detected {
+            let range = item.segment.startSample..<(item.segment.startSample + Int64(item.segment.samples.count))
+            #expect(range.clamped(to: item.speech) == item.speech)
+            #expect(range.count <= item.speech.count + 2 * 6400)
+        }
     }
 
     @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))

@@ -21,7 +21,7 @@ struct AssetSpec: Sendable {
     /// Extra members packed into the archive but not named by any role.
     var extraMembers: [(path: String, bytes: [UInt8])] = []
 
-    /// A transcriber asset with one `model.bin` of `bytes` seeded random bytes and a small notes file.
+    /// A transcriber asset: `model.bin` of `bytes` seeded random bytes and a small `extra/tokens.txt`.
     static func random(_ id: String, version: Int = 1, locales: [String], bytes: Int, seed: UInt64) -> AssetSpec {
         AssetSpec(id: id, version: version, locales: locales, files: [
             "model": ("model.bin", NginxServer.seededBytes(count: bytes, seed: seed)),
@@ -132,11 +132,10 @@ final class AssetFixture: @unchecked Sendable {
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: archive)))
         let serverPath = "/assets/\(name).tar.gz"
         let url = try server.put(serverPath, bytes)
-        let built = BuiltAsset(spec: spec, serverPath: serverPath, url: url, size: Int64(bytes.count),
+        var built = BuiltAsset(spec: spec, serverPath: serverPath, url: url, size: Int64(bytes.count),
                                sha256: try await sha256(archive), installedSize: 0)
-        var result = built
-        result.installedSize = spec.installedSize ?? built.contentBytes + 65536
-        return result
+        built.installedSize = spec.installedSize ?? built.contentBytes + 65536
+        return built
     }
 
     func sha256(_ path: String) async throws -> String {

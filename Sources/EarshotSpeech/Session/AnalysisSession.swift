@@ -139,23 +139,25 @@ public final class AnalysisSession: @unchecked Sendable {
 
     private func ingest(_ samplesIn: [Float], start: WireTime?) throws {
         var samples = samplesIn
-        var start = start
-        // Drop what predates cancelAnalysis(before:).
+        var chunkStart = start ?? lastTime ?? .zero
+        // Drop what predates cancelAnalysis(before:); dropped audio still takes its time.
         if let cutoff = cancelBefore {
-            let chunkStart = start ?? lastTime ?? .zero
             let chunkEnd = chunkStart + WireTime(value: Int64(samples.count), timescale: Self.sampleRate)
-            if chunkEnd <= cutoff { return }
+            if chunkEnd <= cutoff {
+                lastTime = chunkEnd
+                return
+            }
             if chunkStart < cutoff {
                 let skip = Int((cutoff - chunkStart).converted(to: Self.sampleRate).value)
                 samples.removeFirst(min(skip, samples.count))
-                start = cutoff.converted(to: Self.sampleRate)
+                chunkStart = cutoff.converted(to: Self.sampleRate)
             }
         }
         guard !samples.isEmpty else { return }
-        if let start, lastTime.map({ $0 != start }) ?? (start != .zero) {
-            // Discontiguous input: close what is open, then start a new run at `start`.
+        if time(at: consumed) != chunkStart {
+            // Discontiguous input: close what is open, then start a new run at `chunkStart`.
             try finalizeOpen()
-            runs.append((consumed, start))
+            runs.append((consumed, chunkStart))
         }
         let first = consumed
         consumed += Int64(samples.count)

@@ -93,13 +93,16 @@ public actor SpeechService {
             var modules: [SessionModule] = []
             for (index, entry) in plan.modules.enumerated() {
                 let engine = try await engine(for: entry.configuration, asset: entry.asset, context: plan.context)
-                if case .segments = engine { keys.append(entry.asset.key) }
+                if case .segments = engine { keys.append(Self.cacheKey(entry.asset, threads: settings.inferenceThreads)) }
                 modules.append(SessionModule(index: index, configuration: entry.configuration, engine: engine))
             }
             let sensitivity = plan.modules.first { $0.configuration.kind == .detector }?.configuration.sensitivity.flatMap(VoiceSensitivity.init) ?? .medium
             guard let model = plan.vad.files["model"] else { throw WireError(.notInstalled, "the voice activity detector asset has no model file") }
             let vad = try await BlockingWork.run("earshot.vad") {
-                try SileroDetector(configuration: SileroDetector.Configuration(modelPath: model, sensitivity: sensitivity))
+                var configuration = SileroDetector.Configuration.transcription
+                configuration.modelPath = model
+                configuration.sensitivity = sensitivity
+                return try SileroDetector(configuration: configuration)
             }
             let session = AnalysisSession(id: id, modules: modules, vad: vad) { emit(id, $0) }
             sessions[id] = (session, plan, keys)
@@ -117,7 +120,7 @@ public actor SpeechService {
                 throw WireError(.notInstalled, "\(asset.key) lacks encoder, decoder or tokens")
             }
             let threads = settings.inferenceThreads
-            let model = try await cache.acquire("\(asset.key)/threads=\(threads)") {
+            let model = try await cache.acquire(Self.cacheKey(asset, threads: threads)) {
                 let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), numThreads: threads)
                 return (model, model.memoryBytes)
             }
@@ -133,6 +136,9 @@ public actor SpeechService {
             throw WireError(.unsupportedLocale, "\(asset.key) needs engine '\(asset.engine)', which this daemon does not have")
         }
     }
+
+    /// Models are shared between sessions that load the same asset with the same settings.
+    static func cacheKey(_ asset: ModelAsset, threads: Int) -> String { "\(asset.key)/threads=\(threads)" }
 
     /// The session with `id`.
     public func session(_ id: String) -> AnalysisSession? { sessions[id]?.session }
@@ -159,7 +165,7 @@ public actor SpeechService {
     public func prepare(_ plan: SessionPlan) async throws {
         for (configuration, asset) in plan.modules where asset.engine == "sherpa-onnx-whisper" {
             if case .segments = try await engine(for: configuration, asset: asset, context: plan.context) {
-                await cache.release("\(asset.key)/threads=\(settings.inferenceThreads)", retention: .lingering, owner: plan.owner)
+                await cache.release(Self.cacheKey(asset, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner)
             }
         }
     }

@@ -83,6 +83,13 @@ public final class SileroDetector: @unchecked Sendable {
     static let cutSearch = 3 * 16000
     static let cutFrame = 320
 
+    /// A finished segment and, inside it, the stretch detected as speech (the segment without its
+    /// padding), both in input samples.
+    public struct DetectedSpeech: Sendable, Hashable {
+        public var segment: SpeechSegment
+        public var speech: Range<Int64>
+    }
+
     public let configuration: Configuration
 
     private let lock = NSLock()
@@ -104,7 +111,7 @@ public final class SileroDetector: @unchecked Sendable {
     private var historyStart: Int64 = 0
     /// After a split: the next segment must start at `start`; `[start, speechEnd)` is speech.
     private var lead: (start: Int64, speechEnd: Int64)?
-    private var finished: [SpeechSegment] = []
+    private var finished: [DetectedSpeech] = []
     private var emittedThrough: Int64 = 0
 
     /// Creates a detector. Blocking (loads the model, a few milliseconds).
@@ -116,7 +123,7 @@ public final class SileroDetector: @unchecked Sendable {
               config.speechPadding >= 0, config.speechPadding <= 1 else {
             throw .invalidInput("need 1 < maxSpeechDuration < hardLimit ≤ \(WhisperModel.maximumDuration - 1) s, padding ≤ 1 s")
         }
-        let made: OpaquePointer? = withCStrings([config.modelPath, "cpu"]) { strings in
+        let made: OpaquePointer? = SherpaOnnxSupport.withCStrings([config.modelPath, "cpu"]) { strings in
             var vadConfig = SherpaOnnxVadModelConfig()
             vadConfig.silero_vad.model = strings[0]
             vadConfig.silero_vad.threshold = config.sensitivity.threshold
@@ -173,11 +180,17 @@ public final class SileroDetector: @unchecked Sendable {
 
     /// The segments finished since the last call, in order.
     public func popSegments() -> [SpeechSegment] {
+        popDetectedSpeech().map(\.segment)
+    }
+
+    /// The segments finished since the last call with their unpadded speech ranges, in order
+    /// (transcribe the segment, report the speech range).
+    public func popDetectedSpeech() -> [DetectedSpeech] {
         lock.lock()
         defer { lock.unlock() }
-        let segments = finished
+        let detected = finished
         finished.removeAll()
-        return segments
+        return detected
     }
 
     /// Whether the detector is inside speech now (a segment is open).
@@ -242,15 +255,17 @@ public final class SileroDetector: @unchecked Sendable {
                 self.lead = nil
             }
             let first = start ?? max(found - padding, emittedThrough, historyStart)
+            let speechStart = start ?? found
             var end = found + count
             if let inputEnd, end >= inputEnd - Int64(Self.step) { end = inputEnd }
             if forced {
                 let cut = quietestPoint(from: first, to: end)
-                emit(from: first, to: cut)
+                emit(from: first, to: cut, speechFrom: speechStart)
                 lead = (cut, end)
             } else {
+                let speechEnd = end
                 end = min(end + padding, accepted)
-                emit(from: first, to: end)
+                emit(from: first, to: end, speechFrom: speechStart, speechTo: speechEnd)
                 if count >= lengthSplitSamples { lead = (end, end) }
             }
         }
@@ -277,11 +292,16 @@ public final class SileroDetector: @unchecked Sendable {
         return best
     }
 
-    private func emit(from requestedStart: Int64, to end: Int64) {
+    /// Emits `[requestedStart, end)` from ``history``; `speechFrom..<speechTo` (default: all of
+    /// it) is the part detected as speech rather than padding.
+    private func emit(from requestedStart: Int64, to end: Int64, speechFrom: Int64? = nil, speechTo: Int64? = nil) {
         // Never repeat audio already emitted (a flush extends past sherpa-onnx's own position).
         let start = max(requestedStart, emittedThrough, historyStart)
         guard end > start, end <= historyStart + Int64(history.count) else { return }
-        finished.append(SpeechSegment(startSample: start, samples: Array(history[Int(start - historyStart)..<Int(end - historyStart)])))
+        let samples = Array(history[Int(start - historyStart)..<Int(end - historyStart)])
+        let speechStart = min(max(speechFrom ?? start, start), end)
+        let speechEnd = max(min(speechTo ?? end, end), speechStart)
+        finished.append(DetectedSpeech(segment: SpeechSegment(startSample: start, samples: samples), speech: speechStart..<speechEnd))
         emittedThrough = end
     }
 

@@ -68,8 +68,9 @@ public final class WhisperModel: @unchecked Sendable {
     /// Whether decodes may run concurrently (see the type's documentation).
     public let concurrentDecoding: Bool
     /// Approximate memory the loaded model holds: growth of this process's resident set while it
-    /// loaded and ran a warm-up decode (falls back to the files' size if that is not measurable,
-    /// e.g. when other threads freed memory meanwhile).
+    /// loaded and ran a 1 s warm-up decode (falls back to the files' size if that is not
+    /// measurable, e.g. when other threads freed memory meanwhile). Decoding near-30 s segments
+    /// grows ONNX Runtime's working memory further (tiny.en: about 80 MiB more).
     public let memoryBytes: Int
     /// Seconds the load (including the warm-up decode) took.
     public let loadSeconds: Double
@@ -84,8 +85,8 @@ public final class WhisperModel: @unchecked Sendable {
         }
         guard numThreads > 0 else { throw .invalidInput("numThreads must be positive, not \(numThreads)") }
         let started = Date()
-        let residentBefore = residentMemoryBytes()
-        let made: OpaquePointer? = withCStrings([
+        let residentBefore = SherpaOnnxSupport.residentMemoryBytes()
+        let made: OpaquePointer? = SherpaOnnxSupport.withCStrings([
             files.encoder, files.decoder, files.tokens, language, "transcribe", "cpu", "greedy_search",
         ]) { strings in
             var config = SherpaOnnxOfflineRecognizerConfig()
@@ -111,7 +112,7 @@ public final class WhisperModel: @unchecked Sendable {
         self.concurrentDecoding = concurrentDecoding
         // Warm up: ONNX Runtime allocates its working memory on the first run.
         _ = Self.decode(made, [Float](repeating: 0, count: 16000), sampleRate: 16000)
-        let grown = residentMemoryBytes() - residentBefore
+        let grown = SherpaOnnxSupport.residentMemoryBytes() - residentBefore
         memoryBytes = grown > 0 ? grown : files.byteCount
         loadSeconds = Date().timeIntervalSince(started)
     }
@@ -121,7 +122,7 @@ public final class WhisperModel: @unchecked Sendable {
     /// Transcribes mono samples in [-1, 1] (at most ``maximumDuration`` seconds; sherpa-onnx
     /// resamples other rates to 16 kHz). Blocking.
     public func transcribe(_ samples: [Float], sampleRate: Int) throws(SherpaOnnxError) -> Transcription {
-        guard sampleRate > 0 else { throw .invalidInput("sample rate \(sampleRate)") }
+        guard sampleRate > 0, sampleRate <= 1_000_000 else { throw .invalidInput("sample rate \(sampleRate)") }
         let seconds = Double(samples.count) / Double(sampleRate)
         guard seconds <= Self.maximumDuration else { throw .inputTooLong(seconds: seconds, limit: Self.maximumDuration) }
         if samples.isEmpty { return Transcription(text: "") }

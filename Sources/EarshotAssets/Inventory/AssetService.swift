@@ -183,11 +183,14 @@ public actor AssetService {
         return best
     }
 
-    /// Every asset `module` needs: its own, plus — for transcribers and dictation, which are cut into
-    /// speech segments by voice activity detection — the detector asset.
+    /// Engines whose sessions are cut into speech segments by voice activity detection: their
+    /// modules also need the detector asset.
+    public static let enginesNeedingDetector: Set<String> = ["sherpa-onnx-whisper", "pocketsphinx"]
+
+    /// Every asset `module` needs: its own, plus the detector asset for engines that need one.
     func requiredAssets(_ module: ModuleConfiguration) throws(AssetError) -> [CatalogAsset] {
         let own = try resolve(module)
-        guard module.kind != .detector, let detector = try? resolve(ModuleConfiguration(kind: .detector, locale: nil)) else { return [own] }
+        guard Self.enginesNeedingDetector.contains(own.engine), let detector = try? resolve(ModuleConfiguration(kind: .detector, locale: nil)) else { return [own] }
         return [own, detector]
     }
 

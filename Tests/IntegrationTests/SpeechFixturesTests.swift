@@ -1,0 +1,314 @@
+import EarshotAudio
+import EarshotWire
+import Foundation
+import Testing
+import TestSupport
+
+// Shared by the Speech*Tests suites: the LibriVox test speech, the embedded default catalog, a
+// daemon per suite with the speech assets installed, and a raw `earshot.analyzer.*` session client.
+
+/// Real speech and models as a fresh machine gets them (Debian `pocketsphinx-testdata`, the
+/// embedded catalog `Scripts/setup.sh` builds, the Whisper tiny.en fixture).
+enum SpeechFixtures {
+    static let librivox = "/usr/share/pocketsphinx/test/data/librivox"
+    /// The five utterances, in reading order.
+    static let ids = [870, 880, 890, 920, 930].map { "sense_and_sensibility_01_austen_64kb-0\($0)" }
+    static let embeddedCatalog = "/usr/local/share/earshot/catalog/catalog.json"
+    static let rate = 16000
+
+    static func path(_ id: String) -> String { "\(librivox)/\(id).wav" }
+
+    /// The project root (two levels above this file's directory).
+    static let projectRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let whisperModel = URL(fileURLWithPath: projectRoot + "/../shared/fixtures/models/whisper-tiny.en").standardizedFileURL.path
+
+    /// Whether the Whisper tiny.en fixture exists and the embedded catalog offers it as an asset.
+    static let whisperAvailable: Bool = {
+        guard FileManager.default.fileExists(atPath: whisperModel + "/tiny-encoder.int8.onnx"),
+              let catalog = try? String(contentsOfFile: embeddedCatalog, encoding: .utf8) else { return false }
+        return catalog.contains("\"whisper-tiny-en\"")
+    }()
+    static let whisperMissing: Comment = "Whisper tiny.en is not available (../shared/fixtures/models/whisper-tiny.en is missing or Scripts/setup.sh put no whisper-tiny-en asset in the embedded catalog): skipping the Whisper test"
+    static let catalogAvailable = FileManager.default.fileExists(atPath: embeddedCatalog)
+
+    /// 16 kHz mono samples of utterance `id`.
+    static func samples(_ id: String) throws -> [Float] { try samples(path: path(id)) }
+
+    static func samples(path: String) throws -> [Float] {
+        let reader = try AudioFileReader(path: path)
+        try #require(reader.sampleRate == rate && reader.channels == 1, "\(path) is not 16 kHz mono")
+        return try reader.readAll()
+    }
+
+    /// Reference text of utterance `id`.
+    static func reference(_ id: String) throws -> String {
+        try #require(try WordErrorRate.librivoxReferences()[id], "no reference for \(id)")
+    }
+
+    /// Hypothesis words as the fixtures README scores them ("Mr." read as "mister").
+    static func words(_ hypothesis: String) -> [String] {
+        WordErrorRate.words(hypothesis).map { $0 == "mr" ? "mister" : $0 }
+    }
+
+    /// WER of `pairs` with hypotheses normalized as above.
+    static func wer(_ pairs: [(reference: String, hypothesis: String)]) -> Double {
+        WordErrorRate.rate(pairs.map { ($0.reference, words($0.hypothesis).joined(separator: " ")) })
+    }
+
+    /// Whether `keys` occur in `words` in this order (other words may come between).
+    static func inOrder(_ keys: [String], in words: [String]) -> (ok: Bool, missing: String?) {
+        var index = words.startIndex
+        for key in keys {
+            guard let found = words[index...].firstIndex(of: key) else { return (false, key) }
+            index = found + 1
+        }
+        return (true, nil)
+    }
+
+    /// Writes the utterances `repeats` times, each followed by `silence` seconds of silence, as a
+    /// 16 kHz mono WAV with python3's `wave` module; returns its path and the reference text.
+    static func longRecording(in directory: TempDirectory, repeats: Int = 3, silence: Double = 1) async throws -> (path: String, reference: String) {
+        let script = try directory.write("make-long.py", """
+        import sys, wave
+        out, silence, repeats, files = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+        parts = []
+        for _ in range(repeats):
+            for name in files:
+                with wave.open(name, "rb") as w:
+                    assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
+                    parts.append(w.readframes(w.getnframes()))
+                parts.append(b"\\0\\0" * int(16000 * silence))
+        with wave.open(out, "wb") as w:
+            w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+            w.writeframes(b"".join(parts))
+        """)
+        let out = directory.file("long.wav")
+        let made = try await ChildProcess.run("/usr/bin/env", ["python3", script, out, "\(silence)", "\(repeats)"] + ids.map(path), in: directory)
+        try #require(made.status == 0, "python3 could not write the long recording: \(made.stderr)")
+        let references = try ids.map(reference)
+        return (out, Array(repeating: references.joined(separator: " "), count: repeats).joined(separator: " "))
+    }
+
+    /// Index just after the last 10 ms frame louder than `fraction` of the loudest frame (RMS).
+    static func endOfSpeech(_ samples: [Float], fraction: Float = 0.1) -> Int {
+        let frame = rate / 100
+        let rms = stride(from: 0, to: samples.count - frame, by: frame).map { start in
+            (samples[start..<start + frame].reduce(0) { $0 + $1 * $1 } / Float(frame)).squareRoot()
+        }
+        let peak = rms.max() ?? 0
+        let last = rms.lastIndex { $0 >= peak * fraction } ?? rms.count - 1
+        return min(samples.count, (last + 1) * frame)
+    }
+
+    static func time(samples count: Int) -> WireTime { WireTime(value: Int64(count), timescale: Int32(rate)) }
+
+    static func dictation(_ reporting: [String] = [], preset: String? = nil) -> ModuleConfiguration {
+        ModuleConfiguration(kind: .dictation, locale: "en-US", preset: preset, reportingOptions: reporting)
+    }
+
+    static func transcriber(_ reporting: [String] = [], preset: String? = nil) -> ModuleConfiguration {
+        ModuleConfiguration(kind: .transcriber, locale: "en-US", preset: preset, reportingOptions: reporting)
+    }
+}
+
+/// A daemon on the embedded catalog with speech assets installed through `earshot install`.
+enum SpeechDaemon {
+    @TaskLocal static var current: TestDaemon?
+
+    /// The suite's daemon (see ``SpeechDaemonTrait``).
+    static func shared() throws -> TestDaemon {
+        try #require(current, "the suite needs the .speechDaemon trait")
+    }
+
+    /// Starts a daemon with `config` and installs `modules` (`dictation`, `transcriber`).
+    static func start(config: String = "", modules: [String]) async throws -> TestDaemon {
+        try #require(SpeechFixtures.catalogAvailable, "run Scripts/setup.sh first: it builds the embedded catalog")
+        let daemon = try await TestDaemon(config: config)
+        do {
+            for module in modules where module != "transcriber" || SpeechFixtures.whisperAvailable {
+                try await install(module, on: daemon)
+            }
+        } catch {
+            await daemon.cleanUp()
+            throw error
+        }
+        return daemon
+    }
+
+    static func install(_ module: String, on daemon: TestDaemon) async throws {
+        let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", module], in: daemon.directory)
+        try #require(run.status == 0, "earshot install \(module) failed: \(run.stderr)")
+    }
+}
+
+/// Runs a suite's tests against one daemon (started before the first, stopped after the last).
+struct SpeechDaemonTrait: SuiteTrait, TestScoping {
+    let config: String
+    let modules: [String]
+    var isRecursive: Bool { false }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let daemon = try await SpeechDaemon.start(config: config, modules: modules)
+        do {
+            try await SpeechDaemon.$current.withValue(daemon) { try await function() }
+        } catch {
+            await daemon.cleanUp()
+            throw error
+        }
+        await daemon.cleanUp()
+    }
+}
+
+extension Trait where Self == SpeechDaemonTrait {
+    /// One daemon for the whole suite, with `modules` installed for en-US.
+    static func speechDaemon(config: String = "", modules: [String] = ["dictation", "transcriber"]) -> Self {
+        SpeechDaemonTrait(config: config, modules: modules)
+    }
+}
+
+/// Admin and stats requests on a raw connection.
+extension TestConnection {
+    /// The reply to `event` (skipping session events and other replies), by request id.
+    func reply<E: WireEvent>(to event: E, id: String = UUID().uuidString, timeout: Duration = .seconds(30)) async throws -> Frame {
+        var frame = try Frame(event)
+        frame.data["id"] = .string(id)
+        try await channel.send(frame)
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let next = try #require(try await self.next(timeout: deadline - ContinuousClock.now), "connection closed while waiting for the reply to \(E.eventType)")
+            if next.requestID == id { return next }
+        }
+    }
+
+    func stats() async throws -> StatsReply {
+        try await reply(to: StatsRequest()).decode(StatsReply.self)
+    }
+
+    func assets() async throws -> AssetsReply {
+        try await reply(to: AssetsRequest()).decode(AssetsReply.self)
+    }
+
+    /// Polls `earshot.stats` until `condition` holds; returns the last reply (check it again).
+    func pollStats(timeout: Duration = .seconds(10), until condition: (StatsReply) -> Bool) async throws -> StatsReply {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let stats = try await stats()
+            if condition(stats) || ContinuousClock.now >= deadline { return stats }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+/// One analysis session over a raw connection: open, audio, control, and every event it sends.
+struct WireSession: Sendable {
+    let connection: TestConnection
+    let id: String
+    /// Results in arrival order.
+    private(set) var results: [AnalyzerResult] = []
+    /// Volatile-range events in arrival order.
+    private(set) var volatileRanges: [WireTimeRange?] = []
+    private(set) var finished: AnalyzerFinished?
+    /// Replies to this session's control requests, by request id.
+    private var replies: [String: Frame] = [:]
+    private var nextRequest = 1
+
+    /// Opens a session: the session, or the `error` the daemon answered with.
+    static func open(_ connection: TestConnection, _ modules: [ModuleConfiguration], options: AnalysisOptions = AnalysisOptions()) async throws -> (session: WireSession?, error: ErrorEvent?) {
+        let reply = try await connection.reply(to: AnalyzerOpen(modules: modules, options: options))
+        if reply.type == ErrorEvent.eventType { return (nil, try reply.decode(ErrorEvent.self)) }
+        let opened = try reply.decode(AnalyzerOpened.self)
+        #expect(opened.audioFormats.first == .speech16k)
+        return (WireSession(connection: connection, id: opened.session), nil)
+    }
+
+    /// Opens a session that must succeed.
+    static func opened(_ connection: TestConnection, _ modules: [ModuleConfiguration], options: AnalysisOptions = AnalysisOptions()) async throws -> WireSession {
+        let (session, error) = try await open(connection, modules, options: options)
+        if let session { return session }
+        throw WireError(error?.code ?? .internalError, "open failed: \(error?.text ?? "no reply")")
+    }
+
+    /// Sends `samples` in chunks of `chunk` samples (s16le), the first at `start` if given.
+    func send(_ samples: ArraySlice<Float>, start: WireTime? = nil, chunk: Int = 8000, format: AudioFormatSpec = .speech16k) async throws {
+        var offset = samples.startIndex
+        var first = true
+        while offset < samples.endIndex {
+            let end = min(offset + chunk, samples.endIndex)
+            try await connection.send(AnalyzerAudio(session: id, format: format, start: first ? start : nil), payload: PCM.s16le(Array(samples[offset..<end])))
+            first = false
+            offset = end
+        }
+    }
+
+    func send(_ samples: [Float], start: WireTime? = nil, chunk: Int = 8000) async throws {
+        try await send(samples[...], start: start, chunk: chunk)
+    }
+
+    /// Sends a control request and waits for its reply (collecting events meanwhile).
+    @discardableResult
+    mutating func control(_ action: String, time: WireTime? = nil, mode: FinishMode? = nil, timeout: Duration = .seconds(60)) async throws -> AnalyzerControlDone {
+        let requestID = "\(id)-c\(nextRequest)"
+        nextRequest += 1
+        var frame = try Frame(AnalyzerControl(session: id, action: action, time: time, mode: mode))
+        frame.data["id"] = .string(requestID)
+        try await connection.channel.send(frame)
+        try await pump(timeout: timeout) { $0.replies[requestID] != nil }
+        let removed = replies.removeValue(forKey: requestID)
+        let reply = try #require(removed)
+        if reply.type == ErrorEvent.eventType {
+            let error = try reply.decode(ErrorEvent.self)
+            throw WireError(error.code ?? .internalError, "\(action) failed: \(error.text)")
+        }
+        return try reply.decode(AnalyzerControlDone.self)
+    }
+
+    /// `finish` in `mode`, then waits for `earshot.analyzer.finished`; returns the control reply.
+    @discardableResult
+    mutating func finish(_ mode: FinishMode = .finalizeThroughEndOfInput, time: WireTime? = nil, timeout: Duration = .seconds(60)) async throws -> AnalyzerControlDone {
+        let done = try await control("finish", time: time, mode: mode, timeout: timeout)
+        try await waitFinished(timeout: timeout)
+        return done
+    }
+
+    /// Waits for `earshot.analyzer.finished`.
+    @discardableResult
+    mutating func waitFinished(timeout: Duration = .seconds(60)) async throws -> AnalyzerFinished {
+        try await pump(timeout: timeout) { $0.finished != nil }
+        return try #require(finished)
+    }
+
+    /// Reads frames until `condition` holds; throws when `timeout` passes first.
+    mutating func pump(timeout: Duration, until condition: (WireSession) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(self) {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { throw WireError(.internalError, "session \(id): timed out after \(timeout)") }
+            guard let frame = try await connection.next(timeout: remaining) else {
+                throw WireError(.internalError, "session \(id): the daemon closed the connection")
+            }
+            record(frame)
+        }
+    }
+
+    private mutating func record(_ frame: Frame) {
+        if let request = frame.requestID {
+            replies[request] = frame
+            return
+        }
+        guard frame.data["session"]?.stringValue == id else { return }
+        switch frame.type {
+        case AnalyzerResult.eventType: if let r = try? frame.decode(AnalyzerResult.self) { results.append(r) }
+        case AnalyzerVolatileRange.eventType: if let v = try? frame.decode(AnalyzerVolatileRange.self) { volatileRanges.append(v.range) }
+        case AnalyzerFinished.eventType: finished = try? frame.decode(AnalyzerFinished.self)
+        default: break
+        }
+    }
+
+    /// Final results of module `module`.
+    func finals(module: Int = 0) -> [AnalyzerResult] { results.filter { $0.module == module && $0.isFinal } }
+
+    /// The final text of module `module`, results joined in order.
+    func finalText(module: Int = 0) -> String {
+        finals(module: module).map { $0.text.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+    }
+}

@@ -1,0 +1,176 @@
+import EarshotWire
+import Foundation
+import Testing
+import TestSupport
+
+/// Admission limits against the real daemon: `MaxConcurrentAnalyses`, `ignoresResourceLimits` up to
+/// `MaxConcurrentAnalysesHard`.
+@Suite(.serialized, .speechDaemon(config: "[Analysis]\nMaxConcurrentAnalyses=1\nMaxConcurrentAnalysesHard=2\n", modules: ["dictation"]))
+struct SpeechLimitsTests {
+    @Test func analysesBeyondTheLimitAreRefusedAtOnce() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let a = try TestConnection(daemon.socket), b = try TestConnection(daemon.socket), c = try TestConnection(daemon.socket)
+        defer { a.close(); b.close(); c.close() }
+        let module = SpeechFixtures.dictation()
+        var first = try await WireSession.opened(a, [module])
+
+        let began = ContinuousClock.now
+        let refused = try await WireSession.open(b, [module])
+        #expect(refused.error?.code == .insufficientResources, "\(String(describing: refused.error))")
+        #expect(ContinuousClock.now - began < .seconds(1), "refusal must not wait for a slot")
+
+        var second = try await WireSession.opened(b, [module], options: AnalysisOptions(ignoresResourceLimits: true))
+        let beyondHard = try await WireSession.open(c, [module], options: AnalysisOptions(ignoresResourceLimits: true))
+        #expect(beyondHard.error?.code == .insufficientResources, "the hard cap is 2: \(String(describing: beyondHard.error))")
+        #expect(try await c.stats().sessions == 2)
+
+        // A finished session frees its slot for the next open straight away.
+        try await first.finish(.cancelNow)
+        try await second.finish(.cancelNow)
+        var third = try await WireSession.opened(c, [module])
+        try await third.finish(.cancelNow)
+        #expect(try await c.pollStats { $0.sessions == 0 }.sessions == 0)
+    }
+}
+
+/// One loaded Whisper model shared by concurrent sessions, and each retention policy, observed
+/// through `earshot.stats` and `earshot.assets` (`LingerSeconds=1`).
+@Suite(.serialized, .speechDaemon(config: "[Analysis]\nLingerSeconds=1\n", modules: ["transcriber"]),
+       .enabled(if: SpeechFixtures.whisperAvailable, SpeechFixtures.whisperMissing))
+struct SpeechModelSharingTests {
+    static let clip = SpeechFixtures.ids[1]
+
+    /// Sends the short clip and finishes; returns the final text.
+    static func transcribe(_ opened: WireSession) async throws -> String {
+        var session = opened
+        try await session.send(try SpeechFixtures.samples(clip))
+        try await session.finish()
+        #expect(session.finished?.error == nil)
+        return session.finalText()
+    }
+
+    @Test func twoClientsShareOneLoadedModelWhileInUse() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let a = try TestConnection(daemon.socket), b = try TestConnection(daemon.socket), monitor = try TestConnection(daemon.socket)
+        defer { a.close(); b.close(); monitor.close() }
+        let loadsBefore = try await monitor.stats().modelLoads
+        async let openA = WireSession.opened(a, [SpeechFixtures.transcriber()])
+        async let openB = WireSession.opened(b, [SpeechFixtures.transcriber()])
+        let (first, second) = try await (openA, openB)
+
+        let stats = try await monitor.stats()
+        #expect(stats.sessions == 2)
+        #expect(stats.models.count == 1, "\(stats.models)")
+        #expect(stats.models.first?.users == 2)
+        #expect(stats.modelLoads == loadsBefore + 1, "two sessions opened at once must load the model once")
+        let model = try #require(stats.models.first)
+        print("[sharing] \(model.key): \(model.memoryBytes >> 20) MiB, users \(model.users), loads \(stats.modelLoads), daemon resident \(stats.residentBytes >> 20) MiB")
+        #expect(model.memoryBytes > 1 << 20)
+
+        async let textA = Self.transcribe(first)
+        async let textB = Self.transcribe(second)
+        for text in try await [textA, textB] {
+            #expect(SpeechFixtures.words(text).contains("young"), "\(text)")
+        }
+        // whileInUse: unloaded once neither uses it.
+        let after = try await monitor.pollStats { $0.models.isEmpty && $0.sessions == 0 }
+        #expect(after.models.isEmpty, "\(after.models)")
+        #expect(after.sessions == 0)
+    }
+
+    @Test func lingeringKeepsTheModelForLingerSeconds() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let client = try TestConnection(daemon.socket), monitor = try TestConnection(daemon.socket)
+        defer { client.close(); monitor.close() }
+        let session = try await WireSession.opened(client, [SpeechFixtures.transcriber()], options: AnalysisOptions(modelRetention: .lingering))
+        _ = try await Self.transcribe(session)
+        let finished = ContinuousClock.now
+        let right = try await monitor.pollStats { $0.sessions == 0 }
+        #expect(right.models.count == 1 && right.models.first?.users == 0, "still loaded right after: \(right.models)")
+        let gone = try await monitor.pollStats(timeout: .seconds(6)) { $0.models.isEmpty }
+        let lingered = ContinuousClock.now - finished
+        print("[lingering] unloaded \(lingered) after the session finished (LingerSeconds=1)")
+        #expect(gone.models.isEmpty)
+        #expect(lingered >= .milliseconds(700) && lingered < .seconds(4))
+    }
+
+    @Test func processLifetimeKeepsTheModelUntilTheConnectionCloses() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let client = try TestConnection(daemon.socket), monitor = try TestConnection(daemon.socket)
+        defer { monitor.close() }
+        var session = try await WireSession.opened(client, [SpeechFixtures.transcriber()], options: AnalysisOptions(modelRetention: .processLifetime))
+        try await session.finish(.cancelNow)
+        // Longer than LingerSeconds plus an eviction round: still loaded.
+        try await Task.sleep(for: .milliseconds(2_200))
+        let kept = try await monitor.stats()
+        #expect(kept.sessions == 0)
+        #expect(kept.models.count == 1, "processLifetime keeps the model while the client lives")
+        client.close()
+        let gone = try await monitor.pollStats { $0.models.isEmpty }
+        #expect(gone.models.isEmpty, "\(gone.models)")
+    }
+
+    /// A client process SIGKILLed mid-session: its session ends, its model and leases are released.
+    @Test func clientKilledMidSessionReleasesEverything() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let directory = try TempDirectory("eskill")
+        defer { directory.remove() }
+        let script = try directory.write("client.py", """
+        import json, socket, sys, time, wave
+        path, wav = sys.argv[1], sys.argv[2]
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        reader = sock.makefile("rb")
+        def send(kind, data, payload=b""):
+            block = json.dumps(data).encode()
+            header = {"type": kind, "data_length": len(block)}
+            if payload:
+                header["payload_length"] = len(payload)
+            sock.sendall(json.dumps(header).encode() + b"\\n" + block + payload)
+        def read():
+            header = json.loads(reader.readline())
+            data = dict(header.get("data") or {})
+            data.update(json.loads(reader.read(header.get("data_length") or 0) or b"{}"))
+            reader.read(header.get("payload_length") or 0)
+            return header["type"], data
+        send("earshot.analyzer.open", {"id": "1", "modules": [{"kind": "transcriber", "locale": "en-US"}]})
+        kind, data = read()
+        assert kind == "earshot.analyzer.open.result", (kind, data)
+        with wave.open(wav, "rb") as w:
+            pcm = w.readframes(w.getnframes())
+        # Half the utterance: the session is mid-speech when the process dies.
+        for i in range(0, len(pcm) // 2, 6400):
+            send("earshot.analyzer.audio", {"session": data["session"], "rate": 16000, "width": 2, "channels": 1}, pcm[i:i + 6400])
+        print("sent", data["session"], flush=True)
+        time.sleep(600)
+        """)
+        let child = try ChildProcess("/usr/bin/env", ["python3", script, daemon.socket, SpeechFixtures.path(SpeechFixtures.ids[0])], in: directory, name: "client")
+        defer { Task { await child.stop() } }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !child.stdout.contains("sent"), child.process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try #require(child.stdout.contains("sent"), "the python client did not get a session: \(child.stderr)")
+
+        let monitor = try TestConnection(daemon.socket)
+        defer { monitor.close() }
+        let busy = try await monitor.stats()
+        #expect(busy.sessions == 1)
+        #expect(busy.models.first?.users == 1)
+        let leased = try await monitor.assets().assets.filter(\.leased).map(\.id).sorted()
+        #expect(leased == ["silero-vad", "whisper-tiny-en"], "leases while the session runs: \(leased)")
+
+        child.signal(SIGKILL)
+        #expect(await child.wait(timeout: .seconds(5)) != nil)
+        let after = try await monitor.pollStats { $0.sessions == 0 && $0.models.isEmpty }
+        #expect(after.sessions == 0)
+        #expect(after.models.isEmpty, "whileInUse model of the dead client: \(after.models)")
+        let deadlineLeases = ContinuousClock.now + .seconds(10)
+        var stillLeased = try await monitor.assets().assets.filter(\.leased).map(\.id)
+        while !stillLeased.isEmpty, ContinuousClock.now < deadlineLeases {
+            try await Task.sleep(for: .milliseconds(50))
+            stillLeased = try await monitor.assets().assets.filter(\.leased).map(\.id)
+        }
+        #expect(stillLeased.isEmpty, "leases left behind: \(stillLeased)")
+    }
+}

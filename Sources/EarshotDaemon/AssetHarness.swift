@@ -41,9 +41,13 @@ struct AssetHarness: Sendable {
             return try Frame(ReleaseReply(id: request.id, released: try await assets.release(request.locale, for: whose)))
         case ReservationsRequest.eventType:
             let request = try frame.decode(ReservationsRequest.self)
+            if request.all {
+                try requireAdmin(context, "list every client's reservations")
+                let quota = await assets.maximumReservedLocales(appID: context.appID ?? "")
+                return try Frame(ReservationsReply(id: request.id, reservations: try await assets.reservations(of: nil), maximum: quota))
+            }
             let me = try client(context)
-            if request.all { try requireAdmin(context, "list every client's reservations") }
-            let list = try await assets.reservations(of: request.all ? nil : me)
+            let list = try await assets.reservations(of: me)
             return try Frame(ReservationsReply(id: request.id, reservations: list, maximum: await assets.maximumReservedLocales(appID: me.appID)))
         case InstallRequest.eventType:
             let request = try frame.decode(InstallRequest.self)

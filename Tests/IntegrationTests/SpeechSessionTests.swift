@@ -196,7 +196,7 @@ struct SpeechSessionTests {
         var quiet = try await WireSession.opened(plain, [module])
         try await quiet.send(clip, chunk: 1_600)
         try await quiet.finish()
-        #expect(quiet.results.allSatisfy(\.isFinal))
+        #expect(quiet.results.allSatisfy { $0.isFinal })
         #expect(quiet.volatileRanges.allSatisfy { $0 == nil })
         #expect(SpeechFixtures.inOrder(["john", "consider"], in: SpeechFixtures.words(quiet.finalText())).ok)
     }

@@ -244,12 +244,12 @@ extension AssetService {
             }
         case let e as ExtractionError:
             if case .io(let io) = e, io.errno == ENOSPC || io.errno == EDQUOT {
-                return .insufficientStorage(needed: asset.installedSize, available: 0, path: io.function)
+                return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the asset store (\(io.function))")
             }
             return .verificationFailed("\(name): archive rejected: \(e)")
         case let e as DatabaseError where e.code & 0xFF == 13: // SQLITE_FULL: the state filesystem is full
             return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the state database")
-        case let e as SystemError where e.errno == ENOSPC: return .insufficientStorage(needed: asset.installedSize, available: 0, path: e.function)
+        case let e as SystemError where e.errno == ENOSPC: return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the asset store (\(e.function))")
         case is CancellationError: return .cancelled("install of \(name)")
         default: return .internalError("\(name): \(error)")
         }

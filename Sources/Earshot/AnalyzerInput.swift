@@ -42,14 +42,7 @@ public struct AudioBuffer: Sendable, Hashable {
     var wireBytes: [UInt8] {
         switch format.commonFormat {
         case .pcmFormatInt16:
-            var out = [UInt8]()
-            out.reserveCapacity(samples.count * 2)
-            for sample in samples {
-                let v = Int16(max(-32768, min(32767, (sample * 32768).rounded())))
-                out.append(UInt8(truncatingIfNeeded: v))
-                out.append(UInt8(truncatingIfNeeded: v >> 8))
-            }
-            return out
+            return PCMSamples.s16le(samples)
         case .pcmFormatFloat32:
             return samples.withUnsafeBytes { Array($0) }
         }

@@ -41,6 +41,8 @@ public actor SpeechAnalyzer {
     private var volatileHandler: (@Sendable (CMTimeRange?, Bool, Bool) -> Void)?
     private var connection: DaemonConnection?
     private var sessionID: String?
+    /// The session's events, handled in order.
+    private var eventSink: AsyncStream<Frame>.Continuation?
     private var lastSampleTime: CMTime?
     private var finished = false
     private var failure: (any Error)?
@@ -186,9 +188,16 @@ public actor SpeechAnalyzer {
             expecting: AnalyzerOpened.self)
         self.connection = connection
         sessionID = reply.session
-        await connection.subscribe(session: reply.session) { [weak self] frame in
-            guard let self else { return }
-            Task { await self.handle(frame) }
+        // One task handles the session's events in arrival order: a task per frame could run
+        // `finished` before the last results and drop them.
+        let (events, sink) = AsyncStream.makeStream(of: Frame.self)
+        eventSink = sink
+        await connection.subscribe(session: reply.session) { sink.yield($0) }
+        Task { [weak self] in
+            for await frame in events {
+                guard let self else { return }
+                await self.handle(frame)
+            }
         }
         return (connection, reply.session)
     }
@@ -217,6 +226,7 @@ public actor SpeechAnalyzer {
         guard !finished else { return }
         finished = true
         failure = error
+        eventSink?.finish()
         for module in modules { (module as? any ResultReceiving)?.finishResults(error) }
     }
 }

@@ -64,7 +64,7 @@ struct WyomingTranscriber {
                 return [try Frame(Transcript(text: "", language: state.wyoming?.language))]
             }
             if let resampler = job.resampler {
-                await session.accept(PCM.s16le(try resampler.flush()), format: .speech16k, start: nil)
+                await session.accept(PCMSamples.s16le(try resampler.flush()), format: .speech16k, start: nil)
             }
             _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
             await harness.cleanUp(session.id, state: state)
@@ -115,6 +115,6 @@ struct WyomingTranscriber {
         guard let session = job.session, let format = job.format else { return }
         var mono = PCM.downmix(samples, channels: format.channels)
         if let resampler = job.resampler { mono = try resampler.process(mono) }
-        await session.accept(PCM.s16le(mono), format: .speech16k, start: nil)
+        await session.accept(PCMSamples.s16le(mono), format: .speech16k, start: nil)
     }
 }

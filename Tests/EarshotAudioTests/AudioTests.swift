@@ -1,3 +1,4 @@
+import EarshotWire
 import EarshotAudio
 import Foundation
 import Testing
@@ -61,6 +62,6 @@ import TestSupport
         #expect(throws: AudioError.self) { try PCM.floats(fromLittleEndian: [1, 2, 3], width: 2) }
         #expect(throws: AudioError.self) { try PCM.floats(fromLittleEndian: [1, 2, 3], width: 3) }
         let samples: [Float] = [0, 0.5, -0.5, 1, -1]
-        #expect(try PCM.floats(fromLittleEndian: PCM.s16le(samples), width: 2).map { ($0 * 1000).rounded() } == [0, 500, -500, 1000, -1000])
+        #expect(try PCM.floats(fromLittleEndian: PCMSamples.s16le(samples), width: 2).map { ($0 * 1000).rounded() } == [0, 500, -500, 1000, -1000])
     }
 }

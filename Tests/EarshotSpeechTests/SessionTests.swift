@@ -41,7 +41,7 @@ final class EventLog: @unchecked Sendable {
     static let utterance = "/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav"
 
     static func speech() throws -> [Float] { try AudioFileReader(path: utterance).readAll() }
-    static func pcm(_ samples: [Float]) -> [UInt8] { PCM.s16le(samples) }
+    static func pcm(_ samples: [Float]) -> [UInt8] { PCMSamples.s16le(samples) }
     static func silence(_ seconds: Double) -> [Float] { [Float](repeating: 0, count: Int(seconds * 16000)) }
 
     func session(_ modules: [ModuleConfiguration], transcriber: CountingTranscriber = CountingTranscriber(), log: EventLog) throws -> AnalysisSession {

@@ -1,3 +1,4 @@
+import EarshotWire
 import EarshotAudio
 import EarshotSpeech
 import Foundation
@@ -85,7 +86,7 @@ extension SherpaOnnxTests {
     /// A 16-bit PCM WAV file of interleaved `samples`.
     static func wav(_ samples: [Float], rate: Int, channels: Int) -> Data {
         func le<T: FixedWidthInteger>(_ value: T) -> [UInt8] { withUnsafeBytes(of: value.littleEndian, Array.init) }
-        let pcm = PCM.s16le(samples)
+        let pcm = PCMSamples.s16le(samples)
         var data = Array("RIFF".utf8) + le(UInt32(36 + pcm.count)) + Array("WAVEfmt ".utf8)
         data += le(UInt32(16)) + le(UInt16(1)) + le(UInt16(channels)) + le(UInt32(rate))
         data += le(UInt32(rate * channels * 2)) + le(UInt16(channels * 2)) + le(UInt16(16))

@@ -234,7 +234,7 @@ struct WireSession: Sendable {
         var first = true
         while offset < samples.endIndex {
             let end = min(offset + chunk, samples.endIndex)
-            try await connection.send(AnalyzerAudio(session: id, format: format, start: first ? start : nil), payload: PCM.s16le(Array(samples[offset..<end])))
+            try await connection.send(AnalyzerAudio(session: id, format: format, start: first ? start : nil), payload: PCMSamples.s16le(Array(samples[offset..<end])))
             first = false
             offset = end
         }

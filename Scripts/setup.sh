@@ -18,7 +18,7 @@ APT_PACKAGES=(
   # models and test speech
   pocketsphinx-en-us pocketsphinx-testdata
   # tools the tests drive for real
-  systemd minisign nginx-light zstd bzip2 python3-pip
+  systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip
 )
 PIP_PACKAGES=(sherpa-onnx-core wyoming)
 

@@ -36,7 +36,7 @@ struct SpeechSessionTests {
         print("[last word, \(module.kind.rawValue)] cut at \(Double(cut) / 16000) s: \(text)")
         let words = SpeechFixtures.words(text)
         #expect(words.last == "man", "the last word is lost: '\(text)'")
-        #expect(SpeechFixtures.inOrder(["ill", "young", "man"], in: words).ok)
+        #expect(SpeechFixtures.inOrder(["was", "young", "man"], in: words).ok)
         #expect(session.finals().allSatisfy { $0.range.end <= end })
     }
 
@@ -186,9 +186,10 @@ struct SpeechSessionTests {
             let later = finals.filter { $0.range.end > result.range.start }
             #expect(later.contains { $0.range.end >= result.range.end }, "volatile \(result.range) '\(result.text)' has no final result reaching its end")
         }
-        let volatileFinal = try #require(finals.last { !$0.text.isEmpty })
         let lastVolatile = try #require(volatile.last)
-        #expect(volatileFinal.range.end >= lastVolatile.range.end)
+        let covering = try #require(finals.first { !$0.text.isEmpty && $0.range.end >= lastVolatile.range.end })
+        print("[volatile, \(module.kind.rawValue)] last volatile \(lastVolatile.range.start.seconds)–\(lastVolatile.range.end.seconds) s, final \(covering.range.start.seconds)–\(covering.range.end.seconds) s")
+        #expect(covering.range.start <= lastVolatile.range.start + WireTime(value: 1, timescale: 2), "the final result should cover the volatile one's range")
 
         // The same audio without volatileResults: final results only, no volatile range.
         let plain = try TestConnection(daemon.socket)

@@ -1,3 +1,4 @@
+import Dispatch
 import EarshotSystem
 import EarshotWire
 import Foundation
@@ -51,6 +52,18 @@ public struct SessionPlan: Sendable {
     }
 }
 
+/// A shared model whose decodes wait for a slot (on the session's own thread, never the pool).
+struct GatedTranscriber: SegmentTranscribing, @unchecked Sendable {
+    // Unchecked: DispatchSemaphore is thread-safe.
+    let model: any SegmentTranscribing
+    let gate: DispatchSemaphore
+    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+        gate.wait()
+        defer { gate.signal() }
+        return try model.transcribe(samples, sampleRate: sampleRate)
+    }
+}
+
 /// Analysis statistics for `earshotctl stats`.
 public struct SpeechStats: Sendable, Hashable, Codable {
     public struct Model: Sendable, Hashable, Codable {
@@ -70,6 +83,9 @@ public actor SpeechService {
     private let cache: ModelCache
     private let admission: Admission
     private var sessions: [String: (session: AnalysisSession, plan: SessionPlan, keys: [String])] = [:]
+    /// Bounds concurrent Whisper decodes to what the cores can run (each decode holds 65–80 MiB of
+    /// ONNX Runtime working memory; more at once only adds memory, not throughput).
+    private let decodeGate: DispatchSemaphore
     /// Sessions admitted and still loading their models.
     private var opening = 0
     private var nextID = 1
@@ -78,6 +94,7 @@ public actor SpeechService {
         self.settings = settings
         cache = ModelCache(lingerSeconds: settings.lingerSeconds, now: now)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
+        decodeGate = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, settings.inferenceThreads)))
     }
 
     /// Opens a session (or throws `insufficientResources`), loading shared models as needed.
@@ -124,7 +141,7 @@ public actor SpeechService {
                 let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), numThreads: threads)
                 return (model, model.memoryBytes)
             }
-            return .segments(model)
+            return .segments(GatedTranscriber(model: model, gate: decodeGate))
         case "pocketsphinx":
             let decoder = try await BlockingWork.run("earshot.decoder") {
                 try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.contextualStrings.values.flatMap { $0 })

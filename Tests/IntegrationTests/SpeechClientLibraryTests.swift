@@ -1,0 +1,155 @@
+import Earshot
+import EarshotWire
+import EarshotAudio
+import Foundation
+import Testing
+import TestSupport
+
+/// The Apple-shaped client library (`Earshot`) against the real daemon: `SpeechAnalyzer` with
+/// `analyzeSequence`, the finish methods, and results streams that end. Serialized: the tests point
+/// the process-wide `EarshotService.shared` at the suite's daemon.
+@Suite(.serialized, .speechDaemon())
+struct SpeechClientLibraryTests {
+    static let locale = Locale(identifier: "en-US")
+    static let format = AudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000, channels: 1)
+
+    static func configure() async throws -> TestDaemon {
+        let daemon = try SpeechDaemon.shared()
+        await EarshotService.shared.configure(appID: "com.example.speech-client-tests", socket: daemon.socket)
+        return daemon
+    }
+
+    /// Utterance `id` read with `AudioFileReader`, in buffers of `chunk` frames, each with its
+    /// explicit start time when `timed`; and the number of samples.
+    static func inputs(_ id: String, chunk: Int = 3_999, timed: Bool) throws -> (stream: AsyncStream<AnalyzerInput>, samples: Int) {
+        let reader = try AudioFileReader(path: SpeechFixtures.path(id))
+        var inputs: [AnalyzerInput] = []
+        var offset = 0
+        while true {
+            let samples = try reader.read(frames: chunk)
+            if samples.isEmpty { break }
+            inputs.append(AnalyzerInput(buffer: AudioBuffer(format: format, samples: samples),
+                                        bufferStartTime: timed ? CMTime(value: Int64(offset), timescale: 16000) : nil))
+            offset += samples.count
+        }
+        let stream = AsyncStream<AnalyzerInput> { continuation in
+            for input in inputs { continuation.yield(input) }
+            continuation.finish()
+        }
+        return (stream, offset)
+    }
+
+    /// Every result of `results` until the stream ends (fails after `timeout`: a hang).
+    static func collect(_ results: ModuleResults<TranscriptionResult>, timeout: Duration = .seconds(60)) async throws -> [TranscriptionResult] {
+        try await withThrowingTaskGroup(of: [TranscriptionResult]?.self) { group in
+            group.addTask {
+                var all: [TranscriptionResult] = []
+                for try await result in results { all.append(result) }
+                return all
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = try await group.next()!
+            group.cancelAll()
+            return try #require(first, "the results stream did not end within \(timeout)")
+        }
+    }
+
+    static func text(_ results: [TranscriptionResult]) -> String {
+        results.filter(\.isFinal).map { String($0.text.characters) }.joined(separator: " ")
+    }
+
+    static func modules() -> [String] { SpeechFixtures.whisperAvailable ? ["transcriber", "dictation"] : ["dictation"] }
+
+    /// analyzeSequence (explicit buffer start times) beside a task reading results; then
+    /// finalizeAndFinish(through: last sample time): the last word is there and results end.
+    @Test(arguments: modules())
+    func analyzeSequenceThenFinalizeAndFinish(kind: String) async throws {
+        _ = try await Self.configure()
+        let id = SpeechFixtures.ids[1]
+        let (input, samples) = try Self.inputs(id, timed: true)
+        let results: ModuleResults<TranscriptionResult>
+        let module: any SpeechModule
+        if kind == "transcriber" {
+            let transcriber = SpeechTranscriber(locale: Self.locale, transcriptionOptions: [], reportingOptions: [], attributeOptions: [.audioTimeRange])
+            (module, results) = (transcriber, transcriber.results)
+        } else {
+            let dictation = DictationTranscriber(locale: Self.locale, contentHints: [], transcriptionOptions: [], reportingOptions: [],
+                                                 attributeOptions: [.audioTimeRange, .transcriptionConfidence])
+            (module, results) = (dictation, dictation.results)
+        }
+        let analyzer = SpeechAnalyzer(modules: [module])
+        let (collected, last) = try await withThrowingTaskGroup(of: ([TranscriptionResult]?, CMTime?).self) { group in
+            group.addTask { (try await Self.collect(results), nil) }
+            group.addTask {
+                let last = try await analyzer.analyzeSequence(input)
+                if let last { try await analyzer.finalizeAndFinish(through: last) }
+                return (nil, last)
+            }
+            var collected: [TranscriptionResult] = []
+            var last: CMTime?
+            for try await (results, time) in group {
+                if let results { collected = results }
+                if let time { last = time }
+            }
+            return (collected, last)
+        }
+        #expect(last == CMTime(value: Int64(samples), timescale: 16000), "analyzeSequence returns the time after the last sample")
+        let text = Self.text(collected)
+        print("[client \(kind)] \(text)")
+        let words = SpeechFixtures.words(text)
+        #expect(words.last == "man", "\(text)")
+        #expect(SpeechFixtures.inOrder(["was", "young", "man"], in: words).ok)
+        for result in collected where result.isFinal {
+            #expect(result.range.end <= last!)
+            for run in result.text.runs where !result.text[run.range].characters.isEmpty {
+                let range = try #require(run[AudioTimeRangeAttribute.self], "audioTimeRange was asked for")
+                #expect(range.start >= result.range.start && range.end <= result.range.end + CMTime(value: 1, timescale: 100))
+            }
+        }
+        // The session is gone on the daemon too.
+        let monitor = try TestConnection(try SpeechDaemon.shared().socket)
+        defer { monitor.close() }
+        #expect(try await monitor.pollStats { $0.sessions == 0 }.sessions == 0)
+    }
+
+    /// init(inputSequence:…) analyses on its own; finalizeAndFinishThroughEndOfInput() waits for
+    /// the input to end, finalizes and finishes: no hang, the words are there, results end.
+    @Test func autonomousAnalyzerFinishesThroughEndOfInput() async throws {
+        _ = try await Self.configure()
+        let (input, _) = try Self.inputs(SpeechFixtures.ids[4], timed: false)
+        let dictation = DictationTranscriber(locale: Self.locale, preset: .longDictation)
+        async let collected = Self.collect(dictation.results)
+        let analyzer = SpeechAnalyzer(inputSequence: input, modules: [dictation])
+        let began = ContinuousClock.now
+        try await analyzer.finalizeAndFinishThroughEndOfInput()
+        let results = try await collected
+        #expect(ContinuousClock.now - began < .seconds(30))
+        let text = Self.text(results)
+        print("[client autonomous] \(text)")
+        #expect(SpeechFixtures.inOrder(["might", "even", "made"], in: SpeechFixtures.words(text)).ok, "\(text)")
+    }
+
+    /// cancelAndFinishNow() on analyzers that never got audio: one that never reached the daemon and
+    /// one whose session was opened by prepareToAnalyze. Both results streams end.
+    @Test func cancelAndFinishNowWithoutAudioEndsResults() async throws {
+        _ = try await Self.configure()
+        let never = DictationTranscriber(locale: Self.locale, preset: .shortDictation)
+        async let neverResults = Self.collect(never.results, timeout: .seconds(10))
+        await SpeechAnalyzer(modules: [never]).cancelAndFinishNow()
+        #expect(try await neverResults.isEmpty)
+
+        let prepared = DictationTranscriber(locale: Self.locale, preset: .shortDictation)
+        async let preparedResults = Self.collect(prepared.results, timeout: .seconds(10))
+        let analyzer = SpeechAnalyzer(modules: [prepared])
+        try await analyzer.prepareToAnalyze(in: nil)
+        let monitor = try TestConnection(try SpeechDaemon.shared().socket)
+        defer { monitor.close() }
+        #expect(try await monitor.stats().sessions == 1)
+        await analyzer.cancelAndFinishNow()
+        #expect(try await preparedResults.allSatisfy { String($0.text.characters).isEmpty })
+        #expect(try await monitor.pollStats { $0.sessions == 0 }.sessions == 0)
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The PyPI `wyoming` client (`AsyncClient`) against the real daemon: `describe` → `info` with the
+/// installed models, and a real recording sent at 44.1 kHz stereo → `transcript`.
+@Suite(.serialized, .speechDaemon())
+struct SpeechWyomingTests {
+    /// Resamples a 16 kHz mono WAV to 44.1 kHz by linear interpolation and duplicates it to two
+    /// channels (stdlib only), then runs describe and one transcription; prints JSON.
+    static let client = """
+    import array, asyncio, json, sys, wave
+    from wyoming.asr import Transcribe, Transcript
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.client import AsyncClient
+    from wyoming.info import Describe
+
+    def stereo_44k(path):
+        with wave.open(path, "rb") as w:
+            assert w.getsampwidth() == 2 and w.getnchannels() == 1
+            rate = w.getframerate()
+            src = array.array("h", w.readframes(w.getnframes()))
+        if sys.byteorder == "big":
+            src.byteswap()
+        n = len(src) * 44100 // rate
+        out = array.array("h", bytes(4 * n))
+        last = len(src) - 1
+        for i in range(n):
+            pos = i * rate / 44100
+            j = int(pos)
+            a = src[min(j, last)]
+            b = src[min(j + 1, last)]
+            v = int(round(a + (b - a) * (pos - j)))
+            out[2 * i] = v
+            out[2 * i + 1] = v
+        if sys.byteorder == "big":
+            out.byteswap()
+        return out.tobytes()
+
+    async def main(socket, wav):
+        result = {}
+        async with AsyncClient.from_uri("unix://" + socket) as client:
+            await client.write_event(Describe().event())
+            info = await asyncio.wait_for(client.read_event(), 30)
+            result["describe"] = {"type": info.type, "data": info.data}
+
+            pcm = stereo_44k(wav)
+            await client.write_event(Transcribe(language="en").event())
+            await client.write_event(AudioStart(rate=44100, width=2, channels=2).event())
+            step = 44100 * 4 // 10  # 100 ms of 44.1 kHz stereo s16le
+            for i in range(0, len(pcm), step):
+                await client.write_event(AudioChunk(rate=44100, width=2, channels=2, audio=pcm[i:i + step]).event())
+            await client.write_event(AudioStop().event())
+            events = []
+            while True:
+                event = await asyncio.wait_for(client.read_event(), 60)
+                if event is None:
+                    break
+                events.append({"type": event.type, "data": event.data})
+                if Transcript.is_type(event.type):
+                    result["transcript"] = Transcript.from_event(event).text
+                if event.type in ("transcript-stop", "error"):
+                    break
+                if event.type == "transcript" and not any(e["type"] == "transcript-start" for e in events):
+                    break
+            result["events"] = events
+        print(json.dumps(result))
+
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    """
+
+    @Test func wyomingClientTranscribesA44kStereoRecording() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let directory = try TempDirectory("eswy")
+        defer { directory.remove() }
+        let script = try directory.write("wyoming-client.py", Self.client)
+        let run = try await ChildProcess.run("/usr/bin/env", ["python3", script, daemon.socket, SpeechFixtures.path(SpeechFixtures.ids[0])], in: directory, timeout: .seconds(90))
+        try #require(run.status == 0, "the wyoming client failed (is PyPI wyoming installed? Scripts/setup.sh installs it): \(run.stderr)")
+        let output = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
+
+        // describe → info: the installed models with their languages; streaming transcripts.
+        let describe = try #require(output["describe"] as? [String: Any])
+        #expect(describe["type"] as? String == "info")
+        let info = try #require(describe["data"] as? [String: Any])
+        let asr = try #require((info["asr"] as? [[String: Any]])?.first, "info has no asr program: \(info)")
+        #expect(asr["supports_transcript_streaming"] as? Bool == true)
+        let models = try #require(asr["models"] as? [[String: Any]])
+        let names = models.compactMap { $0["name"] as? String }.sorted()
+        let expected = (SpeechFixtures.whisperAvailable ? ["pocketsphinx-en-us", "whisper-tiny-en"] : ["pocketsphinx-en-us"])
+        #expect(names == expected, "info lists \(names)")
+        for model in models {
+            let languages = model["languages"] as? [String] ?? []
+            #expect(languages.contains("en-US"), "\(model["name"] ?? "?") languages: \(languages)")
+            #expect(model["installed"] as? Bool == true)
+        }
+
+        // transcribe + 44.1 kHz stereo audio → transcript with the words.
+        let events = (output["events"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
+        let transcript = try #require(output["transcript"] as? String, "no transcript; events: \(events), stderr: \(run.stderr)")
+        print("[wyoming] events \(events): \(transcript)")
+        #expect(events.first == "transcript-start")
+        #expect(events.suffix(2) == ["transcript", "transcript-stop"])
+        let words = SpeechFixtures.words(transcript)
+        let order = SpeechFixtures.inOrder(["john", "consider", "power"], in: words)
+        #expect(order.ok, "missing '\(order.missing ?? "")': \(transcript)")
+        #expect(SpeechFixtures.wer([(try SpeechFixtures.reference(SpeechFixtures.ids[0]), transcript)]) <= 0.35)
+    }
+}

@@ -78,18 +78,24 @@ public actor SpeechAnalyzer {
         _ = try await session()
     }
 
-    /// Replaces the modules (not supported once a session runs: the daemon keeps them fixed).
+    /// Replaces the modules. During analysis the new modules analyse audio from now on; modules
+    /// no longer in the list stop, and their results end.
     public func setModules(_ newModules: [any SpeechModule]) async throws {
-        guard sessionID == nil else {
-            throw EarshotError.daemon(WireError(.badRequest, "modules cannot change once analysis started; create a new SpeechAnalyzer"))
+        if let (connection, id) = try await liveSession() {
+            _ = try await connection.request(AnalyzerControl(session: id, action: "set-modules", modules: newModules.map(\.moduleConfiguration)),
+                                             expecting: AnalyzerControlDone.self)
+            let kept = Set(newModules.map { ObjectIdentifier($0 as AnyObject) })
+            for module in modules where !kept.contains(ObjectIdentifier(module as AnyObject)) {
+                (module as? any ResultReceiving)?.finishResults(nil)
+            }
         }
         modules = newModules
     }
 
-    /// Sets the context for analysis that has not started yet.
+    /// Sets the context (contextual strings) for the analysis from now on.
     public func setContext(_ newContext: AnalysisContext) async throws {
-        guard sessionID == nil else {
-            throw EarshotError.daemon(WireError(.badRequest, "the context cannot change once analysis started"))
+        if let (connection, id) = try await liveSession() {
+            _ = try await connection.request(AnalyzerControl(session: id, action: "set-context", context: newContext.wire), expecting: AnalyzerControlDone.self)
         }
         context = newContext
     }
@@ -237,4 +243,12 @@ final class TaskBox: @unchecked Sendable {
     private var stored: Task<Void, Never>?
     var task: Task<Void, Never>? { lock.withLock { stored } }
     func set(_ task: Task<Void, Never>) { lock.withLock { stored = task } }
+}
+
+/// Process-wide model management (Apple's `SpeechModels`).
+public enum SpeechModels {
+    /// Unloads every model that `lingering` or `processLifetime` retention keeps but no session uses.
+    public static func endRetention() async {
+        _ = try? await EarshotService.shared.request(EndRetentionRequest(), expecting: EndRetentionReply.self)
+    }
 }

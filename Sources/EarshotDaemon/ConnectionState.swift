@@ -10,7 +10,11 @@ import Foundation
 final class ConnectionState: @unchecked Sendable {
     struct OpenSession {
         var session: AnalysisSession
-        var leases: [AssetLease]
+        /// One per module, in module order.
+        var moduleLeases: [AssetLease]
+        /// The voice activity detector's.
+        var vadLease: AssetLease
+        var leases: [AssetLease] { moduleLeases + [vadLease] }
     }
 
     let owner: Int
@@ -35,6 +39,15 @@ final class ConnectionState: @unchecked Sendable {
 
     func add(_ id: String, _ open: OpenSession) { lock.withLock { sessions[id] = open } }
     func session(_ id: String) -> AnalysisSession? { lock.withLock { sessions[id]?.session } }
+    func open(_ id: String) -> OpenSession? { lock.withLock { sessions[id] } }
+    /// Swaps a session's module leases; returns the old ones.
+    func replaceModuleLeases(_ id: String, with leases: [AssetLease]) -> [AssetLease] {
+        lock.withLock {
+            let old = sessions[id]?.moduleLeases ?? []
+            sessions[id]?.moduleLeases = leases
+            return old
+        }
+    }
     func remove(_ id: String) -> OpenSession? { lock.withLock { sessions.removeValue(forKey: id) } }
     func removeAll() -> [OpenSession] {
         lock.withLock {

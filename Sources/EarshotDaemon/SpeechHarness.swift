@@ -41,6 +41,9 @@ struct SpeechHarness: Sendable {
             return [try Frame(StatsReply(id: request.id, sessions: stats.sessions,
                                          models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
                                          modelLoads: stats.loads, residentBytes: Self.residentBytes()))]
+        case EndRetentionRequest.eventType:
+            let request = try frame.decode(EndRetentionRequest.self)
+            return [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await speech.endRetention()))]
         case Transcribe.eventType, AudioStart.eventType, AudioChunk.eventType, AudioStop.eventType:
             return try await WyomingTranscriber(harness: self).handle(frame, context: context)
         default:
@@ -57,12 +60,7 @@ struct SpeechHarness: Sendable {
         }
         var leases: [AssetLease] = []
         do {
-            var planned: [(configuration: ModuleConfiguration, asset: ModelAsset)] = []
-            for module in modules {
-                let lease = try await assets.lease(module)
-                leases.append(lease)
-                planned.append((module, Self.modelAsset(lease)))
-            }
+            let planned = try await leaseModules(modules, into: &leases)
             let vadLease = try await assets.lease(ModuleConfiguration(kind: .detector, locale: nil))
             leases.append(vadLease)
             if let appID = requester.appID {
@@ -70,7 +68,7 @@ struct SpeechHarness: Sendable {
             }
             let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: analysisContext, owner: requester.connectionID)
             let session = try await speech.open(plan, emit: emit)
-            requester.state.add(session.id, ConnectionState.OpenSession(session: session, leases: leases))
+            requester.state.add(session.id, ConnectionState.OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease))
             return session
         } catch {
             for lease in leases { await assets.endLease(lease) }
@@ -84,6 +82,17 @@ struct SpeechHarness: Sendable {
         try? handle.close()
         let fields = String(decoding: data, as: UTF8.self).split(separator: " ")
         return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    }
+
+    /// Leases each module's asset (appending to `leases`, so a caller can give them back on failure).
+    private func leaseModules(_ modules: [ModuleConfiguration], into leases: inout [AssetLease]) async throws -> [(configuration: ModuleConfiguration, asset: ModelAsset)] {
+        var planned: [(configuration: ModuleConfiguration, asset: ModelAsset)] = []
+        for module in modules {
+            let lease = try await assets.lease(module)
+            leases.append(lease)
+            planned.append((module, Self.modelAsset(lease)))
+        }
+        return planned
     }
 
     static func modelAsset(_ lease: AssetLease) -> ModelAsset {
@@ -104,8 +113,25 @@ struct SpeechHarness: Sendable {
             guard let time = control.time else { throw WireError(.badRequest, "cancel-before needs a time") }
             session.cancelAnalysis(before: time)
             return nil
+        case "set-modules":
+            guard let modules = control.modules, modules.contains(where: { $0.kind != .detector }) else {
+                throw WireError(.badRequest, "set-modules needs modules, at least one of them a transcriber or dictation")
+            }
+            var leases: [AssetLease] = []
+            do {
+                let planned = try await leaseModules(modules, into: &leases)
+                try await speech.replaceModules(of: control.session, with: planned)
+            } catch {
+                for lease in leases { await assets.endLease(lease) }
+                throw error
+            }
+            for old in requester.state.replaceModuleLeases(control.session, with: leases) { await assets.endLease(old) }
+            return nil
+        case "set-context":
+            try await speech.setContext(of: control.session, control.context ?? AnalysisContextData())
+            return nil
         default:
-            throw WireError(.badRequest, "unknown analyzer action '\(control.action)' (finalize, finish, cancel-before)")
+            throw WireError(.badRequest, "unknown analyzer action '\(control.action)' (finalize, finish, cancel-before, set-modules, set-context)")
         }
     }
 

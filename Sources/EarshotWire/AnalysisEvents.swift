@@ -228,3 +228,22 @@ public struct AnalyzerFinished: WireEvent, Hashable {
         self.error = error
     }
 }
+
+/// `earshot.end-retention`: unload every model no session uses (Apple's `SpeechModels.endRetention()`).
+public struct EndRetentionRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.end-retention"
+    public var id: String?
+    public init(id: String? = nil) { self.id = id }
+}
+
+/// `earshot.end-retention.result`: how many models stay loaded (in use by sessions).
+public struct EndRetentionReply: WireEvent, Hashable {
+    public static let eventType = "earshot.end-retention.result"
+    public var id: String?
+    public var modelsLoaded: Int
+    public init(id: String?, modelsLoaded: Int) {
+        self.id = id
+        self.modelsLoaded = modelsLoaded
+    }
+    enum CodingKeys: String, CodingKey { case id, modelsLoaded = "models_loaded" }
+}

@@ -152,4 +152,58 @@ struct SpeechClientLibraryTests {
         #expect(try await preparedResults.allSatisfy { String($0.text.characters).isEmpty })
         #expect(try await monitor.pollStats { $0.sessions == 0 }.sessions == 0)
     }
+
+    /// setModules during analysis: the removed module's results end, the new one analyses the audio
+    /// that follows; setContext is accepted mid-session.
+    @Test func setModulesAndContextDuringAnalysis() async throws {
+        _ = try await Self.configure()
+        let first = DictationTranscriber(locale: Self.locale, preset: .longDictation)
+        let second = DictationTranscriber(locale: Self.locale, contentHints: [], transcriptionOptions: [], reportingOptions: [], attributeOptions: [.audioTimeRange])
+        let analyzer = SpeechAnalyzer(modules: [first])
+        async let firstResults = Self.collect(first.results)
+        async let secondResults = Self.collect(second.results)
+        let one = SpeechFixtures.ids[1], two = SpeechFixtures.ids[4]
+        let silence = AnalyzerInput(buffer: AudioBuffer(format: Self.format, samples: [Float](repeating: 0, count: 16000)))
+        let (a, _) = try Self.inputs(one, timed: false)
+        _ = try await analyzer.analyzeSequence(a)
+        _ = try await analyzer.analyzeSequence(AsyncStream { $0.yield(silence); $0.finish() })
+        try await analyzer.finalize(through: nil)
+        try await analyzer.setModules([second])
+        let context = AnalysisContext()
+        context.contextualStrings = [.general: ["Dashwood", "Norland"]]
+        try await analyzer.setContext(context)
+        let (b, _) = try Self.inputs(two, timed: false)
+        let last = try #require(try await analyzer.analyzeSequence(b))
+        try await analyzer.finalizeAndFinish(through: last)
+        let before = try await firstResults
+        let after = try await secondResults
+        #expect(before.contains { $0.isFinal })
+        #expect(!after.isEmpty)
+        // The second module only saw the second utterance, which starts after the first one ended.
+        let finals = before.filter { $0.isFinal }
+        let firstEnd = try #require(finals.last).range.end
+        #expect(after.filter { $0.isFinal }.allSatisfy { $0.range.start >= firstEnd })
+        #expect(Self.text(after).lowercased().contains("might even"))
+    }
+
+    /// SpeechModels.endRetention() unloads a lingering model at once.
+    @Test func endRetentionUnloadsLingeringModels() async throws {
+        let daemon = try await Self.configure()
+        let dictation = DictationTranscriber(locale: Self.locale, preset: .shortDictation)
+        let whisperOrDictation: any SpeechModule = SpeechFixtures.whisperAvailable
+            ? SpeechTranscriber(locale: Self.locale, preset: .transcription) : dictation
+        let analyzer = SpeechAnalyzer(modules: [whisperOrDictation], options: .init(priority: .medium, modelRetention: .lingering))
+        let (input, _) = try Self.inputs(SpeechFixtures.ids[4], timed: false)
+        let last = try #require(try await analyzer.analyzeSequence(input))
+        try await analyzer.finalizeAndFinish(through: last)
+        let connection = try TestConnection(daemon.socket)
+        defer { connection.close() }
+        let stats = try #require(try await connection.roundTrip(StatsRequest(id: "1"))).decode(StatsReply.self)
+        if SpeechFixtures.whisperAvailable {
+            #expect(stats.models.contains { $0.key.hasPrefix("whisper-tiny-en") && $0.users == 0 }, "a lingering model stays loaded")
+        }
+        await SpeechModels.endRetention()
+        let after = try #require(try await connection.roundTrip(StatsRequest(id: "2"))).decode(StatsReply.self)
+        #expect(after.models.isEmpty)
+    }
 }

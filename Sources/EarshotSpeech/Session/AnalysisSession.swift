@@ -114,9 +114,18 @@ public final class AnalysisSession: @unchecked Sendable {
         }
     }
 
-    /// Replaces the modules (same timeline); open work of removed modules is dropped.
+    /// Replaces the modules (same timeline): new modules see audio from now on; the open streaming
+    /// utterance of removed decoders is dropped (new decoders decode whole segments until the next).
     public func setModules(_ newModules: [SessionModule]) async {
-        await onQueue { [self] in modules = newModules }
+        await onQueue { [self] in
+            if utteranceStart != nil {
+                for module in modules {
+                    if case .streaming(let decoder) = module.engine { _ = try? decoder.endUtterance(alternatives: 0) }
+                }
+                utteranceStart = nil
+            }
+            modules = newModules
+        }
     }
 
     /// Ends the session because the client went away or the daemon stops.

@@ -154,6 +154,37 @@ public actor SpeechService {
         }
     }
 
+    /// Replaces a running session's modules; new modules analyse audio from now on, removed ones
+    /// stop. The session's voice activity detector (and its sensitivity) stays.
+    public func replaceModules(of id: String, with modules: [(configuration: ModuleConfiguration, asset: ModelAsset)]) async throws {
+        guard let entry = sessions[id] else { throw WireError(.notFound, "no analysis session '\(id)'") }
+        var built: [SessionModule] = []
+        var keys: [String] = []
+        do {
+            for (index, module) in modules.enumerated() {
+                let engine = try await engine(for: module.configuration, asset: module.asset, context: entry.plan.context)
+                if case .segments = engine { keys.append(Self.cacheKey(module.asset, threads: settings.inferenceThreads)) }
+                built.append(SessionModule(index: index, configuration: module.configuration, engine: engine))
+            }
+        } catch {
+            for key in keys { await cache.release(key, retention: .whileInUse, owner: entry.plan.owner) }
+            throw error
+        }
+        await entry.session.setModules(built)
+        var plan = entry.plan
+        plan.modules = modules
+        sessions[id] = (entry.session, plan, keys)
+        for key in entry.keys { await cache.release(key, retention: plan.options.modelRetention, owner: plan.owner) }
+    }
+
+    /// Records a new context for a running session. (The current engines do not bias recognition
+    /// on contextual strings; the context is kept for engines that can.)
+    public func setContext(of id: String, _ context: AnalysisContextData) throws {
+        guard var entry = sessions[id] else { throw WireError(.notFound, "no analysis session '\(id)'") }
+        entry.plan.context = context
+        sessions[id] = entry
+    }
+
     /// Models are shared between sessions that load the same asset with the same settings.
     static func cacheKey(_ asset: ModelAsset, threads: Int) -> String { "\(asset.key)/threads=\(threads)" }
 
@@ -187,8 +218,12 @@ public actor SpeechService {
         }
     }
 
-    /// Drops every model no session uses (`SpeechModels.endRetention()`).
-    public func endRetention() async { await cache.endRetention() }
+    /// Drops every model no session uses (`SpeechModels.endRetention()`); returns how many stay.
+    @discardableResult
+    public func endRetention() async -> Int {
+        await cache.endRetention()
+        return await cache.loaded.count
+    }
 
     /// Unloads models whose retention ran out; call periodically.
     public func evict() async { await cache.evict() }

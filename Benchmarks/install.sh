@@ -8,13 +8,7 @@
 # $XDG_CACHE_HOME/earshot-bench, else ~/.cache/earshot-bench).
 set -eu
 cd "$(dirname "$0")/.."
-build() {
-    if [ -n "${EARSHOT_SCRATCH_PATH:-}" ]; then
-        swift build -c release --scratch-path "$EARSHOT_SCRATCH_PATH" "$@"
-    else
-        swift build -c release "$@"
-    fi
-}
+. Benchmarks/release-build.sh
 build --product earshotd
 bin="$(build --show-bin-path)"
 exec python3 Benchmarks/install-bench.py --earshotd "$bin/earshotd" "$@"

@@ -11,13 +11,7 @@
 # than .build.
 set -eu
 cd "$(dirname "$0")/.."
-build() {
-    if [ -n "${EARSHOT_SCRATCH_PATH:-}" ]; then
-        swift build -c release --scratch-path "$EARSHOT_SCRATCH_PATH" "$@"
-    else
-        swift build -c release "$@"
-    fi
-}
+. Benchmarks/release-build.sh
 for product in earshotd earshot speech-bench; do
     build --product "$product"
 done

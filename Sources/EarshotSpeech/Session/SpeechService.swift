@@ -83,8 +83,8 @@ public actor SpeechService {
     private let cache: ModelCache
     private let admission: Admission
     private var sessions: [String: (session: AnalysisSession, plan: SessionPlan, keys: [String])] = [:]
-    /// Bounds concurrent Whisper decodes to what the cores can run (each decode holds 65–80 MiB of
-    /// ONNX Runtime working memory; more at once only adds memory, not throughput).
+    /// Bounds concurrent Whisper decodes to one per core (each decode holds 65–80 MiB of ONNX
+    /// Runtime working memory; more at once only adds memory, not throughput).
     private let decodeGate: DispatchSemaphore
     /// Sessions admitted and still loading their models.
     private var opening = 0
@@ -94,7 +94,7 @@ public actor SpeechService {
         self.settings = settings
         cache = ModelCache(lingerSeconds: settings.lingerSeconds, now: now)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
-        decodeGate = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, settings.inferenceThreads)))
+        decodeGate = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// Opens a session (or throws `insufficientResources`), loading shared models as needed.

@@ -9,8 +9,8 @@
 # Options:
 #   --dest DIR, --destdir DIR  stage under DIR; touches nothing outside it and runs no system tools
 #   --prefix DIR               where binaries and docs go (default /usr/local); unit paths follow
-#   --build-dir DIR            take binaries from DIR (default: .build/release if it has earshotd,
-#                              else .build/debug)
+#   --build-dir DIR            take binaries from DIR (default: .build/release if it has every
+#                              binary, else .build/debug)
 #   --enable                   systemctl enable --now earshotd.socket earshot-update.timer
 #                              (only when systemd is running)
 #
@@ -63,10 +63,12 @@ fi
 
 # ---- Binaries ---------------------------------------------------------------------------------------
 if [ -z "$BUILD_DIR" ]; then
+  # The first build that has every binary we install (a partial release build, e.g. from the
+  # benchmarks, is skipped).
   for candidate in .build/release .build/debug; do
-    if [ -x "$candidate/earshotd" ]; then BUILD_DIR=$candidate; break; fi
+    if [ -x "$candidate/earshotd" ] && [ -x "$candidate/earshotctl" ] && [ -x "$candidate/earshot" ]; then BUILD_DIR=$candidate; break; fi
   done
-  [ -n "$BUILD_DIR" ] || die "no built earshotd in .build/release or .build/debug: run 'swift build -c release' first"
+  [ -n "$BUILD_DIR" ] || die "no complete build (earshotd, earshotctl, earshot) in .build/release or .build/debug: run 'swift build -c release' first"
 fi
 for tool in earshotd earshotctl; do
   [ -x "$BUILD_DIR/$tool" ] || die "$BUILD_DIR/$tool is missing: build all products first"

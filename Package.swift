@@ -56,6 +56,6 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotCommandLine", "TestSupport"]),
     ]
 )

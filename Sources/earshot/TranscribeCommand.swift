@@ -28,7 +28,7 @@ enum TranscribeCommand {
             let analyzer = SpeechAnalyzer(modules: [module])
             let collector = Task { () -> [TranscriptSegment] in
                 var segments: [TranscriptSegment] = []
-                let display = LiveLine()
+                let display = LiveLine(textToStdout: !(arguments.has("json") || arguments.has("srt") || arguments.has("vtt")))
                 for try await result in results(of: module) {
                     if result.isFinal {
                         let segment = TranscriptSegment(result)
@@ -90,16 +90,19 @@ enum TranscribeCommand {
     }
 }
 
-/// Volatile text redrawn in place on a terminal (stderr), final text committed to stdout.
+/// Volatile text redrawn in place on a terminal (stderr); final text committed to stdout (or to
+/// stderr when stdout carries JSON or subtitles).
 final class LiveLine: @unchecked Sendable {
     private let tty = isatty(2) == 1
+    private let textToStdout: Bool
+    init(textToStdout: Bool) { self.textToStdout = textToStdout }
     func show(_ text: String) {
         guard tty else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K\u{1B}[2m\(text.suffix(200))\u{1B}[0m".utf8))
     }
     func commit(_ text: String) {
         if tty { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        (textToStdout ? FileHandle.standardOutput : FileHandle.standardError).write(Data((text + "\n").utf8))
     }
 }
 

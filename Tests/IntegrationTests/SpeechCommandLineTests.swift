@@ -1,0 +1,57 @@
+import EarshotCommandLine
+import Foundation
+import Testing
+import TestSupport
+
+/// `earshot transcribe` output formats and live mode, against the suite's daemon.
+@Suite(.serialized, .speechDaemon(modules: ["dictation"]))
+struct SpeechCommandLineTests {
+    static func earshot(_ arguments: [String], stdin: FileHandle? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let daemon = try SpeechDaemon.shared()
+        let child = try ChildProcess(BuiltProducts.path("earshot"), ["--socket", daemon.socket] + arguments, in: daemon.directory, stdin: stdin)
+        let status = try #require(await child.wait(timeout: .seconds(120)), "earshot did not finish")
+        return (status, child.stdout, child.stderr)
+    }
+
+    @Test func subtitlesCarryTheSegmentTimes() async throws {
+        let file = SpeechFixtures.path(SpeechFixtures.ids[4])
+        let srt = try await Self.earshot(["transcribe", "--module", "dictation", "--srt", file])
+        #expect(srt.status == 0, "\(srt.stderr)")
+        let lines = srt.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "1")
+        #expect(lines.count >= 3 && lines[1].range(of: #"^\d\d:\d\d:\d\d,\d{3} --> \d\d:\d\d:\d\d,\d{3}$"#, options: .regularExpression) != nil)
+        #expect(srt.stdout.lowercased().contains("might even"))
+        let vtt = try await Self.earshot(["transcribe", "--module", "dictation", "--vtt", file])
+        #expect(vtt.stdout.hasPrefix("WEBVTT\n\n"))
+        #expect(vtt.stdout.range(of: #"\d\d:\d\d:\d\d\.\d{3} --> "#, options: .regularExpression) != nil)
+    }
+
+    @Test func liveReadsRawPCMFromStdinAsItArrives() async throws {
+        // goforward.raw: 16 kHz s16le mono, "go forward ten meters", then a second of silence.
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        var audio = try Data(contentsOf: URL(fileURLWithPath: "/usr/share/pocketsphinx/test/data/goforward.raw"))
+        audio.append(Data(count: 32000))
+        let input = dir.file("live.raw")
+        try audio.write(to: URL(fileURLWithPath: input))
+        let live = try await Self.earshot(["transcribe", "--live", "--module", "dictation"], stdin: FileHandle(forReadingAtPath: input))
+        #expect(live.status == 0, "\(live.stderr)")
+        let words = WordErrorRate.words(live.stdout)
+        #expect(words.contains("go") && words.contains("forward"))
+    }
+
+    @Test func missingFilesAreAClearErrorPerFile() async throws {
+        let run = try await Self.earshot(["transcribe", "--module", "dictation", "/nonexistent/audio.wav"])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("/nonexistent/audio.wav"))
+        #expect(run.stderr.contains("cannot read audio"))
+    }
+
+    @Test func timestampsFormatBothWays() {
+        #expect(TranscriptFormatter.timestamp(3723.456, comma: true) == "01:02:03,456")
+        #expect(TranscriptFormatter.timestamp(0.0005, comma: false) == "00:00:00.001")
+        let segments = [TranscriptSegment(start: 0, end: 1.5, text: "hello"), TranscriptSegment(start: 2, end: 3, text: "")]
+        #expect(TranscriptFormatter.srt(segments) == "1\n00:00:00,000 --> 00:00:01,500\nhello\n")
+        #expect(TranscriptFormatter.text(segments) == "hello")
+    }
+}

@@ -219,9 +219,7 @@ public final class AnalysisSession: @unchecked Sendable {
                         publish(module, try decoder.endUtterance(alternatives: alternatives), from: uttStart, to: end, final: true)
                     } else {
                         if utteranceStart != nil { _ = try decoder.endUtterance(alternatives: 0) }
-                        try decoder.startUtterance()
-                        try decoder.process(segment.samples)
-                        publish(module, try decoder.endUtterance(alternatives: alternatives), from: start, to: end, final: true)
+                        publish(module, try decoder.decodeWhole(segment.samples, alternatives: alternatives), from: start, to: end, final: true)
                     }
                 case .detector:
                     guard module.reportsDetection else { continue }

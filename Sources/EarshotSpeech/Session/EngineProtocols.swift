@@ -13,6 +13,8 @@ public protocol StreamingDecoding: AnyObject, Sendable {
     /// The current hypothesis during an utterance (volatile results).
     func partial() -> Transcription?
     func endUtterance(alternatives: Int) throws -> Transcription
+    /// Decodes a complete utterance in one call (more accurate than streaming it).
+    func decodeWhole(_ samples: [Float], alternatives: Int) throws -> Transcription
 }
 
 /// Per-session voice activity detection that cuts a stream into speech segments.

@@ -23,4 +23,5 @@ final class PocketSphinxStream: StreamingDecoding, @unchecked Sendable {
     func process(_ samples: [Float]) throws { try decoder.process(samples) }
     func partial() -> Transcription? { decoder.partial() }
     func endUtterance(alternatives: Int) throws -> Transcription { try decoder.endUtterance(alternatives: alternatives) }
+    func decodeWhole(_ samples: [Float], alternatives: Int) throws -> Transcription { try decoder.decodeUtterance(samples, alternatives: alternatives) }
 }

@@ -26,8 +26,9 @@ public final class AnalysisSession: @unchecked Sendable {
     private var runs: [(vadStart: Int64, time: WireTime)] = [(0, .zero)]
     /// Stream time just after the last consumed sample.
     private var lastTime: WireTime?
-    /// Audio before this stream time is dropped (`cancelAnalysis(before:)`).
-    private var cancelBefore: WireTime?
+    /// Audio before this stream time is dropped (`cancelAnalysis(before:)`); set from any thread so
+    /// audio already queued behind it is skipped too.
+    private let cutoff = Cutoff()
     /// Samples since the end of the last finalized segment, and the VAD index of the first.
     private var open: [Float] = []
     private var openStart: Int64 = 0
@@ -109,9 +110,7 @@ public final class AnalysisSession: @unchecked Sendable {
 
     /// Drops input before `time` (`cancelAnalysis(before:)`).
     public func cancelAnalysis(before time: WireTime) {
-        queue.async { [self] in
-            if cancelBefore.map({ time > $0 }) ?? true { cancelBefore = time }
-        }
+        cutoff.raise(to: time)
     }
 
     /// Replaces the modules (same timeline): new modules see audio from now on; the open streaming
@@ -150,7 +149,7 @@ public final class AnalysisSession: @unchecked Sendable {
         var samples = samplesIn
         var chunkStart = start ?? lastTime ?? .zero
         // Drop what predates cancelAnalysis(before:); dropped audio still takes its time.
-        if let cutoff = cancelBefore {
+        if let cutoff = cutoff.value {
             let chunkEnd = chunkStart + WireTime(value: Int64(samples.count), timescale: Self.sampleRate)
             if chunkEnd <= cutoff {
                 lastTime = chunkEnd
@@ -393,5 +392,15 @@ final class Backlog: @unchecked Sendable {
         }
         // Woken senders retry `add`, which counts their samples.
         for waiter in ready { waiter.resume() }
+    }
+}
+
+/// A time that only moves forward, readable and settable from any thread.
+final class Cutoff: @unchecked Sendable {
+    private let lock = NSLock()
+    private var time: WireTime?
+    var value: WireTime? { lock.withLock { time } }
+    func raise(to newTime: WireTime) {
+        lock.withLock { if time.map({ newTime > $0 }) ?? true { time = newTime } }
     }
 }

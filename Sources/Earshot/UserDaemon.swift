@@ -42,7 +42,6 @@ public enum UserDaemon {
 
     /// `name` in the directory of the running executable.
     static func siblingExecutable(_ name: String) -> String {
-        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return ((me as NSString).deletingLastPathComponent as NSString).appendingPathComponent(name)
+        (ProcessFacts.executableDirectory as NSString).appendingPathComponent(name)
     }
 }

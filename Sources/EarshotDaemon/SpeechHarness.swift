@@ -1,6 +1,7 @@
 import EarshotAssets
 import EarshotAudio
 import EarshotSpeech
+import EarshotSystem
 import EarshotWire
 import Foundation
 
@@ -40,7 +41,7 @@ struct SpeechHarness: Sendable {
             let stats = await speech.stats()
             return [try Frame(StatsReply(id: request.id, sessions: stats.sessions,
                                          models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
-                                         modelLoads: stats.loads, residentBytes: Self.residentBytes()))]
+                                         modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes()))]
         case EndRetentionRequest.eventType:
             let request = try frame.decode(EndRetentionRequest.self)
             return [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await speech.endRetention()))]
@@ -74,14 +75,6 @@ struct SpeechHarness: Sendable {
             for lease in leases { await assets.endLease(lease) }
             throw error
         }
-    }
-
-    /// This process's resident set size (from /proc/self/statm).
-    static func residentBytes() -> Int {
-        guard let handle = FileHandle(forReadingAtPath: "/proc/self/statm"), let data = try? handle.readToEnd() else { return 0 }
-        try? handle.close()
-        let fields = String(decoding: data, as: UTF8.self).split(separator: " ")
-        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
     }
 
     /// Leases each module's asset (appending to `leases`, so a caller can give them back on failure).

@@ -1,11 +1,11 @@
+import EarshotSystem
 import Foundation
 
 /// The package's built executables, found beside the running test binary.
 public enum BuiltProducts {
     /// The build products directory (e.g. `.build/debug`).
     public static var directory: String {
-        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var dir = (me as NSString).deletingLastPathComponent
+        var dir = ProcessFacts.executableDirectory
         // The test runner may live inside `EarshotPackageTests.xctest/…`.
         while !dir.isEmpty, dir != "/", !FileManager.default.isExecutableFile(atPath: dir + "/earshotd") {
             dir = (dir as NSString).deletingLastPathComponent

@@ -1,4 +1,5 @@
 import EarshotSpeech
+import EarshotSystem
 import Foundation
 import Testing
 import TestSupport
@@ -222,16 +223,16 @@ struct PocketSphinxDecoderTests {
             var resident: [Int] = []
             var decoders: [PocketSphinxDecoder] = []
             for _ in 0..<2 {
-                let before = PocketSphinxFixtures.residentBytes()
+                let before = ProcessFacts.residentBytes()
                 let start = ContinuousClock.now
                 decoders.append(try PocketSphinxDecoder(model: model))
                 creation.append(PocketSphinxLibrivoxRuns.seconds(ContinuousClock.now - start))
-                resident.append(PocketSphinxFixtures.residentBytes() - before)
+                resident.append(ProcessFacts.residentBytes() - before)
             }
             // Decoding grows the search structures: measure one utterance too.
-            let before = PocketSphinxFixtures.residentBytes()
+            let before = ProcessFacts.residentBytes()
             _ = try decoders[0].decodeUtterance(PocketSphinxFixtures.librivox("sense_and_sensibility_01_austen_64kb-0880"))
-            resident.append(PocketSphinxFixtures.residentBytes() - before)
+            resident.append(ProcessFacts.residentBytes() - before)
             return (creation, resident)
         }
         // The first decoder may reuse heap freed by earlier tests; the second shows the real cost.

@@ -36,13 +36,6 @@ enum PocketSphinxFixtures {
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: goForwardPath)))
         return try PCM.floats(fromLittleEndian: bytes, width: 2)
     }
-
-    /// Resident set size of this process, in bytes.
-    static func residentBytes() -> Int {
-        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let fields = statm.split(separator: " ")
-        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
-    }
 }
 
 /// The PocketSphinx error `body` throws, if any (checked on the test's side of `onPocketSphinxThread`).

@@ -1,4 +1,5 @@
 import CSherpaOnnx
+import EarshotSystem
 import Foundation
 
 /// An offline Whisper recognizer (sherpa-onnx C API) loaded once and shared by every session that
@@ -85,7 +86,7 @@ public final class WhisperModel: @unchecked Sendable {
         }
         guard numThreads > 0 else { throw .invalidInput("numThreads must be positive, not \(numThreads)") }
         let started = Date()
-        let residentBefore = SherpaOnnxSupport.residentMemoryBytes()
+        let residentBefore = ProcessFacts.residentBytes()
         let made: OpaquePointer? = SherpaOnnxSupport.withCStrings([
             files.encoder, files.decoder, files.tokens, language, "transcribe", "cpu", "greedy_search",
         ]) { strings in
@@ -112,7 +113,7 @@ public final class WhisperModel: @unchecked Sendable {
         self.concurrentDecoding = concurrentDecoding
         // Warm up: ONNX Runtime allocates its working memory on the first run.
         _ = Self.decode(made, [Float](repeating: 0, count: 16000), sampleRate: 16000)
-        let grown = SherpaOnnxSupport.residentMemoryBytes() - residentBefore
+        let grown = ProcessFacts.residentBytes() - residentBefore
         memoryBytes = grown > 0 ? grown : files.byteCount
         loadSeconds = Date().timeIntervalSince(started)
     }

@@ -7,7 +7,7 @@
 #   (c) latency from the last audio chunk (sent at the live pace) to the final result.
 # Extra arguments go to speech-bench: --runs N (best of N, default 3), --sessions N (default 8),
 # --repeats N (passes over the utterances for (a), default 3). Needs Scripts/setup.sh's embedded
-# catalog with the whisper-tiny-en asset. Set EARSHOT_SCRATCH_PATH to build in another scratch path
+# catalog with the whisper-base asset (the default transcriber). Set EARSHOT_SCRATCH_PATH to build in another scratch path
 # than .build.
 set -eu
 cd "$(dirname "$0")/.."

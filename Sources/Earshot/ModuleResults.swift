@@ -16,6 +16,9 @@ public struct TranscriptionResult: Sendable, Hashable, CustomStringConvertible {
     public let resultsFinalizationTime: CMTime
     /// Whether this result is final.
     public let isFinal: Bool
+    /// The language spoken in this range: the one the engine identified for a module whose locale
+    /// is `und`, else the module's (nil when the engine does not say). Earshot extension.
+    public let language: Locale?
 
     init(_ result: AnalyzerResult) {
         text = result.attributedText
@@ -23,6 +26,7 @@ public struct TranscriptionResult: Sendable, Hashable, CustomStringConvertible {
         range = result.range
         resultsFinalizationTime = result.finalizationTime
         isFinal = result.isFinal
+        language = result.language.map { Locale(identifier: $0) }
     }
 
     public var description: String { "\(isFinal ? "final" : "volatile") \(range): \(String(text.characters))" }

@@ -47,6 +47,9 @@ public final class SpeechTranscriber: LocaleDependentSpeechModule {
     public enum TranscriptionOption: String, CaseIterable, Hashable, Sendable {
         /// Replaces certain words and phrases with a redacted form.
         case etiquetteReplacements
+        /// Text in English whatever the language spoken (Whisper's translate task; needs a
+        /// multilingual model). Earshot extension.
+        case translateToEnglish = "translate"
     }
 
     public enum ReportingOption: String, CaseIterable, Hashable, Sendable {

@@ -9,16 +9,26 @@ public struct TranscriptSegment: Codable, Sendable, Hashable {
         public var start: Double?
         public var end: Double?
         public var confidence: Double?
+
+        public init(text: String, start: Double?, end: Double?, confidence: Double?) {
+            self.text = text
+            self.start = start
+            self.end = end
+            self.confidence = confidence
+        }
     }
     public var start: Double
     public var end: Double
     public var text: String
     public var words: [Word]
+    /// BCP-47 language of the segment, when the engine reports one.
+    public var language: String?
 
     /// The segment of a final transcription result (word times from its `audioTimeRange` runs).
     public init(_ result: TranscriptionResult) {
         start = result.range.start.seconds
         end = result.range.end.seconds
+        language = result.language?.identifier
         text = String(result.text.characters).trimmingCharacters(in: .whitespaces)
         // One run is the whole text (the engine gave no word times): no word list then.
         let runs = Array(result.text.runs)
@@ -30,12 +40,20 @@ public struct TranscriptSegment: Codable, Sendable, Hashable {
         }
     }
 
-    public init(start: Double, end: Double, text: String, words: [Word] = []) {
+    public init(start: Double, end: Double, text: String, words: [Word] = [], language: String? = nil) {
         self.start = start
         self.end = end
         self.text = text
         self.words = words
+        self.language = language
     }
+}
+
+/// One subtitle cue.
+public struct SubtitleCue: Sendable, Hashable {
+    public var start: Double
+    public var end: Double
+    public var text: String
 }
 
 /// Transcript output: plain text, JSON, SubRip or WebVTT.
@@ -44,16 +62,63 @@ public enum TranscriptFormatter {
         segments.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
     }
 
+    /// The language most of the speech is in (by segment duration), if segments report one.
+    public static func language(_ segments: [TranscriptSegment]) -> String? {
+        var seconds: [String: Double] = [:]
+        for segment in segments where !segment.text.isEmpty {
+            if let language = segment.language { seconds[language, default: 0] += segment.end - segment.start }
+        }
+        return seconds.max { $0.value == $1.value ? $0.key > $1.key : $0.value < $1.value }?.key
+    }
+
     public static func srt(_ segments: [TranscriptSegment]) -> String {
-        segments.filter { !$0.text.isEmpty }.enumerated().map { index, segment in
-            "\(index + 1)\n\(timestamp(segment.start, comma: true)) --> \(timestamp(segment.end, comma: true))\n\(segment.text)\n"
+        cues(segments).enumerated().map { index, cue in
+            "\(index + 1)\n\(timestamp(cue.start, comma: true)) --> \(timestamp(cue.end, comma: true))\n\(cue.text)\n"
         }.joined(separator: "\n")
     }
 
     public static func vtt(_ segments: [TranscriptSegment]) -> String {
-        "WEBVTT\n\n" + segments.filter { !$0.text.isEmpty }.map { segment in
-            "\(timestamp(segment.start, comma: false)) --> \(timestamp(segment.end, comma: false))\n\(segment.text)\n"
+        "WEBVTT\n\n" + cues(segments).map { cue in
+            "\(timestamp(cue.start, comma: false)) --> \(timestamp(cue.end, comma: false))\n\(cue.text)\n"
         }.joined(separator: "\n")
+    }
+
+    /// Subtitle cues cut on word times: a cue ends after a sentence-ending word once it is at least
+    /// `minimumSeconds` long, or before a word that would make it longer than `maximumSeconds` or
+    /// `maximumCharacters`. Segments without word times are one cue each.
+    public static func cues(_ segments: [TranscriptSegment], maximumSeconds: Double = 6, minimumSeconds: Double = 1.5,
+                            maximumCharacters: Int = 84) -> [SubtitleCue] {
+        var cues: [SubtitleCue] = []
+        for segment in segments where !segment.text.isEmpty {
+            let timed = segment.words.compactMap { word -> (String, Double, Double)? in
+                guard let start = word.start, let end = word.end else { return nil }
+                return (word.text, start, end)
+            }
+            guard !timed.isEmpty, timed.count == segment.words.count else {
+                cues.append(SubtitleCue(start: segment.start, end: segment.end, text: segment.text))
+                continue
+            }
+            var current: SubtitleCue?
+            for (text, start, end) in timed {
+                if let cue = current, end - cue.start > maximumSeconds || cue.text.count + 1 + text.count > maximumCharacters {
+                    cues.append(cue)
+                    current = nil
+                }
+                if var cue = current {
+                    cue.text += " " + text
+                    cue.end = max(cue.end, end)
+                    current = cue
+                } else {
+                    current = SubtitleCue(start: start, end: max(start, end), text: text)
+                }
+                if let cue = current, let last = text.last, ".?!。？！".contains(last), cue.end - cue.start >= minimumSeconds {
+                    cues.append(cue)
+                    current = nil
+                }
+            }
+            if let cue = current { cues.append(cue) }
+        }
+        return cues
     }
 
     /// `HH:MM:SS,mmm` (SubRip) or `HH:MM:SS.mmm` (WebVTT).

@@ -75,7 +75,7 @@ struct DaemonHarness: Sendable {
         let models = installed.map { asset in
             AsrModel(name: asset.entry.id, attribution: Attribution(name: asset.entry.license, url: ""), installed: true,
                      description: asset.entry.description, version: "\(asset.entry.version)",
-                     languages: asset.entry.locales.compactMap { LocaleTag($0)?.description })
+                     languages: asset.entry.locales.compactMap { LocaleTag($0) }.filter { $0.language != LocaleTag.undetermined }.map(\.description))
         }
         return Info(asr: [AsrProgram(
             name: "earshot", attribution: Attribution(name: "Earshot", url: ""),

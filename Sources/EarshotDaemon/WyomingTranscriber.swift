@@ -13,14 +13,25 @@ final class WyomingTranscription: @unchecked Sendable {
     var format: AudioFormatFields?
     private let lock = NSLock()
     private var texts: [String] = []
+    /// Seconds of speech per language the engine reported.
+    private var languages: [String: Double] = [:]
 
     init(name: String?, language: String?) {
         self.name = name
         self.language = language
     }
 
-    func append(_ text: String) { lock.withLock { texts.append(text) } }
+    func append(_ result: AnalyzerResult) {
+        lock.withLock {
+            texts.append(result.text)
+            if let language = result.language { languages[language, default: 0] += (result.range.end - result.range.start).seconds }
+        }
+    }
     var transcript: String { lock.withLock { texts.joined(separator: " ") } }
+    /// The language asked for, else the one most of the speech was identified as.
+    var transcriptLanguage: String? {
+        language ?? lock.withLock { languages.max { $0.value == $1.value ? $0.key > $1.key : $0.value < $1.value }?.key }
+    }
 
     /// Ends the session early (client gone).
     func release(assets: AssetService, speech: SpeechService) async {
@@ -46,7 +57,7 @@ struct WyomingTranscriber {
             let job = state.wyoming ?? WyomingTranscription(name: nil, language: nil)
             state.wyoming = job
             try await begin(job, format: start.format, context: context)
-            return [try Frame(TranscriptStart(language: job.language ?? "en"))]
+            return [try Frame(TranscriptStart(language: job.language))]
         case AudioChunk.eventType:
             let chunk = try frame.decode(AudioChunk.self)
             let job = state.wyoming ?? WyomingTranscription(name: nil, language: nil)
@@ -69,14 +80,15 @@ struct WyomingTranscriber {
             _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
             await harness.cleanUp(session.id, state: state)
             state.wyoming = nil
-            return [try Frame(Transcript(text: job.transcript, language: job.language ?? "en")), try Frame(TranscriptStop())]
+            return [try Frame(Transcript(text: job.transcript, language: job.transcriptLanguage)), try Frame(TranscriptStop())]
         default:
             return []
         }
     }
 
     /// Opens the session for a transcription: the named model, else a transcriber for the
-    /// language, else dictation (Apple's advice), whichever is installed.
+    /// language, else dictation (Apple's advice), whichever is installed. Without a language, a
+    /// transcriber that identifies it (`und`) comes first, then English.
     private func begin(_ job: WyomingTranscription, format: AudioFormatFields, context: RequestContext) async throws {
         guard format.rate > 0, [1, 2, 4].contains(format.width), format.channels > 0 else {
             throw WireError(.unsupportedAudioFormat, "unsupported PCM: \(format.rate) Hz, width \(format.width), \(format.channels) channel(s)")
@@ -85,6 +97,7 @@ struct WyomingTranscriber {
         job.resampler = format.rate == 16000 ? nil : try Resampler(from: format.rate, to: 16000, channels: 1)
         let language = job.language ?? "en"
         var candidates: [ModuleConfiguration] = [.init(kind: .transcriber, locale: language), .init(kind: .dictation, locale: language)]
+        if job.language == nil { candidates.insert(.init(kind: .transcriber, locale: LocaleTag.undetermined), at: 0) }
         if let name = job.name, let asset = try await harness.assets.installedAssets().first(where: { $0.current && $0.entry.id == name }) {
             candidates = [ModuleConfiguration(kind: asset.entry.kind, locale: asset.entry.locales.first ?? language)]
         }
@@ -95,7 +108,7 @@ struct WyomingTranscriber {
                 job.session = try await harness.open([module], options: AnalysisOptions(modelRetention: .lingering), context: AnalysisContextData(), requester: context) { id, event in
                     switch event {
                     case .result(let result) where result.isFinal && !result.text.isEmpty:
-                        job.append(result.text)
+                        job.append(result)
                         if let frame = try? Frame(TranscriptChunk(text: result.text + " ")) { state.channel.post(frame) }
                     case .finished:
                         state.sessionFinished(id)

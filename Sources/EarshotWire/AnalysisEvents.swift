@@ -188,7 +188,10 @@ public struct AnalyzerResult: WireEvent, Hashable {
     public var alternatives: [String]
     /// Detector results: whether the range holds speech.
     public var speechDetected: Bool?
-    public init(session: String, module: Int, range: WireTimeRange, finalizationTime: WireTime, isFinal: Bool, runs: [TextRun], alternatives: [String] = [], speechDetected: Bool? = nil) {
+    /// BCP-47 language the engine identified in this range (modules with locale `und`), or the
+    /// language it transcribed in when it reports one.
+    public var language: String?
+    public init(session: String, module: Int, range: WireTimeRange, finalizationTime: WireTime, isFinal: Bool, runs: [TextRun], alternatives: [String] = [], speechDetected: Bool? = nil, language: String? = nil) {
         self.session = session
         self.module = module
         self.range = range
@@ -197,10 +200,11 @@ public struct AnalyzerResult: WireEvent, Hashable {
         self.runs = runs
         self.alternatives = alternatives
         self.speechDetected = speechDetected
+        self.language = language
     }
     enum CodingKeys: String, CodingKey {
         case session, module, range, finalizationTime = "finalization_time", isFinal = "is_final", runs, alternatives
-        case speechDetected = "speech_detected"
+        case speechDetected = "speech_detected", language
     }
     /// The runs' text joined.
     public var text: String { runs.map(\.text).joined() }

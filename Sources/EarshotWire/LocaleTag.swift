@@ -8,6 +8,10 @@ public struct LocaleTag: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Upper-case ISO 3166 region or 3-digit UN M.49 area, if any.
     public let region: String?
 
+    /// `und` (undetermined): a module with this locale asks the engine to identify the language
+    /// it hears; a catalog asset that lists it can.
+    public static let undetermined = "und"
+
     /// Parses `identifier`; `nil` when it has no valid language subtag.
     public init?(_ identifier: String) {
         let parts = identifier.split(whereSeparator: { $0 == "-" || $0 == "_" || $0 == "." || $0 == "@" }).map(String.init)

@@ -35,6 +35,9 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
         self.sensitivity = sensitivity
     }
 
+    /// The transcription option that asks for speech translated into English (beyond Apple).
+    public static let translateOption = "translate"
+
     enum CodingKeys: String, CodingKey {
         case kind, locale, preset
         case transcriptionOptions = "transcription_options", reportingOptions = "reporting_options"

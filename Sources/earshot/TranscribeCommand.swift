@@ -13,6 +13,16 @@ enum TranscribeCommand {
         guard live || !files.isEmpty else { throw WireError(.badRequest, "transcribe needs audio files (or --live to read PCM from stdin)") }
         var candidates = try ModuleArguments.candidates(locale: arguments.value("locale") ?? "en-US", module: arguments.value("module"))
         candidates = candidates.filter { $0.kind != .detector }
+        let translate = arguments.has("translate")
+        if translate {
+            // Only transcribers translate; dictation would silently give untranslated text.
+            guard candidates.contains(where: { $0.kind == .transcriber }) else { throw WireError(.badRequest, "--translate needs a transcriber module (dictation cannot translate)") }
+            candidates = candidates.filter { $0.kind == .transcriber }.map {
+                var module = $0
+                module.transcriptionOptions = [ModuleConfiguration.translateOption]
+                return module
+            }
+        }
         guard !candidates.isEmpty else { throw WireError(.badRequest, "transcribe needs a transcriber or dictation module") }
 
         // Install what is missing, with progress; prefer a transcriber, fall back to dictation.
@@ -24,7 +34,7 @@ enum TranscribeCommand {
 
         var exit = ExitCode.success
         for file in live ? ["-"] : files {
-            let module = makeModule(configuration.kind, locale: locale, volatile: live)
+            let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
             let analyzer = SpeechAnalyzer(modules: [module])
             let collector = Task { () -> [TranscriptSegment] in
                 var segments: [TranscriptSegment] = []
@@ -60,13 +70,13 @@ enum TranscribeCommand {
         return exit
     }
 
-    static func makeModule(_ kind: AssetKind, locale: Locale, volatile: Bool) -> any SpeechModule {
+    static func makeModule(_ kind: AssetKind, locale: Locale, volatile: Bool, translate: Bool) -> any SpeechModule {
         switch kind {
         case .dictation:
             DictationTranscriber(locale: locale, contentHints: [], transcriptionOptions: [.punctuation], reportingOptions: volatile ? [.volatileResults] : [],
                                  attributeOptions: [.audioTimeRange, .transcriptionConfidence])
         default:
-            SpeechTranscriber(locale: locale, transcriptionOptions: [], reportingOptions: volatile ? [.volatileResults] : [],
+            SpeechTranscriber(locale: locale, transcriptionOptions: translate ? [.translateToEnglish] : [], reportingOptions: volatile ? [.volatileResults] : [],
                               attributeOptions: [.audioTimeRange, .transcriptionConfidence])
         }
     }
@@ -78,10 +88,11 @@ enum TranscribeCommand {
 
     static func render(_ segments: [TranscriptSegment], file: String, arguments: Arguments) -> String {
         if arguments.has("json") {
-            struct Document: Encodable { var file: String; var text: String; var segments: [TranscriptSegment] }
+            struct Document: Encodable { var file: String; var text: String; var language: String?; var segments: [TranscriptSegment] }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let data = (try? encoder.encode(Document(file: file, text: TranscriptFormatter.text(segments), segments: segments))) ?? Data()
+            let document = Document(file: file, text: TranscriptFormatter.text(segments), language: TranscriptFormatter.language(segments), segments: segments)
+            let data = (try? encoder.encode(document)) ?? Data()
             return String(decoding: data, as: UTF8.self) + "\n"
         }
         if arguments.has("srt") { return TranscriptFormatter.srt(segments) }

@@ -8,17 +8,22 @@ let usage = """
     commands:
       status                                  the daemon this user talks to (starts a user daemon if none answers)
       locales [--module KIND] [--installed]   supported (or installed) locales; KIND: transcriber, dictation, detector
-      install --locale L [--module KIND]      install what a module needs, with progress (exit 2: already installed)
+      install --locale L [--module KIND] [--preset NAME]
+                                              install what a module needs (reserving the locale), with progress
+                                              (exit 2: already installed); NAME: an Apple preset, e.g.
+                                              progressiveTranscription, which the catalog may serve with another model
       reservations                            this app's reserved locales
       reserve L | release L                   reserve or release a locale
-      transcribe FILE... [--locale L] [--module KIND] [--json|--srt|--vtt]
+      transcribe FILE... [--locale L|auto] [--module KIND] [--translate] [--json|--srt|--vtt]
                                               transcribe audio files (any format libsndfile reads); installs
-                                              the model if needed, preferring a transcriber over dictation
+                                              the model if needed, preferring a transcriber over dictation;
+                                              --locale auto identifies the language of each segment,
+                                              --translate gives English text (multilingual models)
       transcribe --live [--rate HZ] [--channels N]
                                               transcribe raw s16le PCM from stdin as it arrives
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "rate", "channels"], flags: ["json", "installed", "srt", "vtt", "live"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels"], flags: ["json", "installed", "srt", "vtt", "live", "translate"])
 let arguments = invocation.arguments
 let command = invocation.command
 let json = arguments.has("json")

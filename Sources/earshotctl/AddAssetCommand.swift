@@ -63,7 +63,7 @@ enum AddAssetCommand {
         guard !files.isEmpty else { throw Problem(description: "name the files by role with --role ROLE=PATH (files: \(listing(staging).joined(separator: ", ")))") }
 
         let entry = CatalogAsset(id: id, version: Int(arguments.value("version") ?? "1") ?? 1, kind: kind, engine: engine,
-                                 locales: arguments.values("locale"), size: result.bytes, installedSize: max(extracted.bytes, 1),
+                                 locales: arguments.values("locale"), size: result.bytes, installedSize: max(extracted.chargedBytes, 1),
                                  sha256: sha256, urls: [url], format: format, files: files, license: arguments.value("license") ?? "unknown")
         if let problem = entry.problems().first { throw Problem(description: "the entry is not valid: \(problem)") }
         return entry

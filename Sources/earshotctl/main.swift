@@ -16,7 +16,8 @@ let usage = """
       assets                                   installed assets and running install jobs
       reservations [--all]                     reservations (--all: every client's)
       release --locale L [--uid U] [--app A]   release a reservation (another client's: admin)
-      install --locale L [--module KIND]       install what a module needs (exit 2: already installed)
+      install --locale L [--module KIND] [--preset NAME]
+                                               install what a module needs (exit 2: already installed)
       cancel ASSET                             stop an asset's install; the partial download is kept
       gc [--dry-run]                           garbage-collect now; report what is (or would be) freed
       update                                   refresh catalogs and update installed assets (exit 2: nothing changed)
@@ -25,7 +26,7 @@ let usage = """
 
 let invocation = CommandInvocation.parse(
     program: "earshotctl", usage: usage,
-    valued: ["socket", "locale", "module", "uid", "app", "id", "kind", "engine", "license", "format", "role", "version", "catalog"],
+    valued: ["socket", "locale", "module", "preset", "uid", "app", "id", "kind", "engine", "license", "format", "role", "version", "catalog"],
     flags: ["json", "all", "dry-run"])
 let arguments = invocation.arguments
 let command = invocation.command

@@ -139,6 +139,45 @@ struct ExtractHostileTests {
         try ExtractFixture.expectRefused(directory.file("parts.tar.zst"), .tarZst, .tooLarge(limit: 1 << 20), maxBytes: 1 << 20, in: directory)
     }
 
+    /// Issue 8, defect 11: 20,000 empty files carry no data bytes, so a byte budget alone let them
+    /// all through. The member cap refuses them whatever the byte budget, and with the cap raised
+    /// the one-block charge per member does; either way nothing is left behind.
+    @Test func inodeBombsAreRefused() async throws {
+        let directory = try TempDirectory("ex")
+        defer { directory.remove() }
+        let archive = directory.file("inodes.tar.gz")
+        try await ExtractFixture.python("empty-files", archive, ["20000"], in: directory)
+        try ExtractFixture.expectRefused(archive, .tarGz, .tooManyMembers(limit: ExtractionLimits.defaultMaxMembers), maxBytes: 1 << 40, in: directory)
+
+        let (parent, staging) = try ExtractFixture.staging(in: directory)
+        #expect(throws: ExtractionError.tooLarge(limit: 16 << 20)) {
+            try ArchiveExtractor.extract(archive: archive, format: .tarGz, into: staging, limits: ExtractionLimits(maxBytes: 16 << 20, maxMembers: 100_000))
+        }
+        #expect(ExtractFixture.children(parent).isEmpty, "left behind: \(ExtractFixture.children(parent).count) entries")
+
+        // Below both limits, empty files extract and are charged one block each.
+        let small = directory.file("few.tar.gz")
+        try await ExtractFixture.python("empty-files", small, ["50"], in: directory)
+        let result = try ArchiveExtractor.extract(archive: small, format: .tarGz, into: staging, limits: ExtractionLimits(maxBytes: 50 * 4096))
+        #expect(result == ExtractionResult(files: 50, bytes: 0, chargedBytes: 50 * 4096))
+        #expect(ExtractFixture.children(staging).count == 50)
+    }
+
+    /// The member cap counts headers of every kind and is configurable.
+    @Test func memberCapIsConfigurable() async throws {
+        let directory = try TempDirectory("ex")
+        defer { directory.remove() }
+        let archive = directory.file("few.tar.gz")
+        try await ExtractFixture.python("empty-files", archive, ["50"], in: directory)
+        let (parent, staging) = try ExtractFixture.staging(in: directory)
+        #expect(throws: ExtractionError.tooManyMembers(limit: 49)) {
+            try ArchiveExtractor.extract(archive: archive, format: .tarGz, into: staging, limits: ExtractionLimits(maxBytes: 1 << 30, maxMembers: 49))
+        }
+        #expect(ExtractFixture.children(parent).isEmpty)
+        let result = try ArchiveExtractor.extract(archive: archive, format: .tarGz, into: staging, limits: ExtractionLimits(maxBytes: 1 << 30, maxMembers: 50, bytesPerMember: 512))
+        #expect(result.chargedBytes == 50 * 512)
+    }
+
     @Test func truncatedTarGz() async throws {
         let directory = try TempDirectory("ex")
         defer { directory.remove() }
@@ -245,7 +284,7 @@ struct ExtractHostileTests {
         let staging = directory.file("staging")
         try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: false)
         #expect(throws: ExtractionError.specialFile("null")) {
-            try ArchiveExtractor.extract(archive: archive, format: .tarGz, into: staging, maxBytes: 100)
+            try ArchiveExtractor.extract(archive: archive, format: .tarGz, into: staging, maxBytes: 1 << 20)
         }
         #expect(FileManager.default.fileExists(atPath: staging))
         #expect(ExtractFixture.children(staging).isEmpty)

@@ -45,6 +45,31 @@ struct InventorySchemaTests {
         #expect(try await reopened.schemaVersion == Schema.migrations.count + 1)
     }
 
+    /// Issue 8, defect 4: schema 1 stored absolute paths; step 2 makes every
+    /// `<any prefix>/assets/<id>/<version>` relative to the state directory (`assets/<id>/<version>`),
+    /// so a state directory moved before the upgrade keeps its assets too. Other paths stay as they
+    /// are (start-up repair re-identifies them).
+    @Test("migration 2 stores installed paths relative to the state directory, whatever the old prefix")
+    func migrationTwoMakesInstalledPathsRelative() async throws {
+        let directory = try TempDirectory("db")
+        defer { directory.remove() }
+        let path = directory.file("state.db")
+        do {
+            let old = try Database(path: path, migrations: Array(Schema.migrations.prefix(1)))
+            try await old.write { db in
+                for (id, version, stored) in [("tx-en", 1, "/var/lib/earshot/assets/tx-en/1"), ("tx.de_x", 12, "/old/place/assets/tx.de_x/12"),
+                                              ("odd", 1, "/somewhere/odd-1"), ("tx-fr", 2, "/var/lib/earshot/assets/tx-fr/1")] {
+                    try db.execute("INSERT INTO installed_assets (id, version, path, bytes, entry, current, installed_at, last_used) VALUES (?, ?, ?, 1, x'7B7D', 1, 0, 0)",
+                                   [.text(id), .int(Int64(version)), .text(stored)])
+                }
+            }
+        }
+        let current = try Database(path: path, migrations: Schema.migrations)
+        let rows = try await current.read { try $0.execute("SELECT id, path FROM installed_assets ORDER BY id").map { "\($0[0].text ?? "") \($0[1].text ?? "")" } }
+        #expect(rows == ["odd /somewhere/odd-1", "tx-en assets/tx-en/1", "tx-fr /var/lib/earshot/assets/tx-fr/1", "tx.de_x assets/tx.de_x/12"])
+        #expect(try await tables(current).contains("resumable_downloads"))
+    }
+
     @Test("a migration step that fails leaves the schema at the previous version")
     func failedStepRollsBack() async throws {
         let directory = try TempDirectory("db")

@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 extension SherpaOnnxTests {
-    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs the Whisper tiny.en fixture and the silero VAD model"))
+    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs Whisper tiny.en and the silero VAD model (Scripts/setup.sh)"))
     func longRecordingIsTranscribedCompletely() throws {
         let model = try SherpaFixture.model()
         let (samples, spans) = try SherpaFixture.concatenation(longerThan: 60, silence: 1)
@@ -43,7 +43,7 @@ extension SherpaOnnxTests {
         }
     }
 
-    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs the Whisper tiny.en fixture and the silero VAD model"))
+    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs Whisper tiny.en and the silero VAD model (Scripts/setup.sh)"))
     func continuousSpeechSplitForWhisperKeepsEveryWord() throws {
         // ~50 s without a pause long enough to end a segment: split by length.
         let model = try SherpaFixture.model()
@@ -55,10 +55,10 @@ extension SherpaOnnxTests {
         let wer = WordErrorRate.rate([(reference, hypothesis)])
         print("continuous \(samples.count / 16000) s → \(segments.count) segments (" + segments.map { String(format: "%.1f s", Double($0.sampleCount) / 16000) }.joined(separator: ", ") + "), WER \(SherpaFixture.percent(wer))")
         #expect(segments.count >= 2)
-        #expect(wer <= SherpaFixture.longFormWERCeiling)
+        #expect(wer <= SherpaFixture.continuousWERCeiling)
     }
 
-    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs the Whisper tiny.en fixture and the silero VAD model"))
+    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs Whisper tiny.en and the silero VAD model (Scripts/setup.sh)"))
     func fileTranscriptionReadsAndResamples() throws {
         // A LibriVox file as it is (16 kHz mono) and converted to 44.1 kHz stereo 16-bit WAV.
         let model = try SherpaFixture.model()

@@ -1,6 +1,7 @@
 import EarshotAudio
 import EarshotSpeech
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -12,24 +13,13 @@ import TestSupport
     func whisperTranscribesLibriVoxWithinTheMeasuredWER() throws {
         let model = try SherpaFixture.model()
         print("Whisper tiny.en: loaded in \(SherpaFixture.format(model.loadSeconds)) s, memory ≈ \(model.memoryBytes / 1_048_576) MiB (files \(model.files.byteCount / 1_048_576) MiB)")
-        var pairs: [(reference: String, hypothesis: String)] = []
-        var audioSeconds = 0.0
-        var decodeSeconds = 0.0
-        for utterance in try SherpaFixture.utterances() {
-            let started = Date()
-            let result = try model.transcribe(utterance.samples, sampleRate: 16000)
-            decodeSeconds += Date().timeIntervalSince(started)
-            audioSeconds += Double(utterance.samples.count) / 16000
-            let hypothesis = SherpaFixture.normalized(result.text)
-            let wer = WordErrorRate.rate([(utterance.reference, hypothesis)])
-            print("  \(utterance.id): WER \(SherpaFixture.percent(wer)) — \(result.text)")
-            pairs.append((utterance.reference, hypothesis))
-            #expect(result.words.isEmpty, "this export has no token timestamps")
-        }
-        let wer = WordErrorRate.rate(pairs)
-        print("Whisper tiny.en on 5 LibriVox utterances: WER \(SherpaFixture.percent(wer)), RTF \(SherpaFixture.format(decodeSeconds / audioSeconds)) (\(model.numThreads) threads)")
-        #expect(wer <= SherpaFixture.whisperWERCeiling)
+        #expect(try SherpaFixture.scoreLibriVox(model, name: "tiny.en") <= SherpaFixture.whisperWERCeiling)
         #expect(model.memoryBytes > 10_000_000)
+    }
+
+    @Test(.enabled(if: SherpaFixture.baseAvailable, SherpaFixture.baseMissing))
+    func whisperBaseTranscribesLibriVoxWithinTheMeasuredWER() throws {
+        #expect(try SherpaFixture.scoreLibriVox(try SherpaFixture.base(), name: "base") <= SherpaFixture.baseWERCeiling)
     }
 
     @Test(.enabled(if: SherpaFixture.modelAvailable, SherpaFixture.modelMissing))
@@ -106,23 +96,45 @@ enum SherpaFixture {
     /// Measured 4.9 % on the 67 s concatenation (8 errors in 164 words) and 1.5 % on 46 s of
     /// continuous speech split by length.
     static let longFormWERCeiling = 0.08
+    /// Measured 11.9 % with sherpa-onnx 2.0.1 on 46 s of continuous speech cut into 21.5 s and
+    /// 24.7 s segments (8 errors in 67 words: tiny.en spells "ill-disposed" as "ill-'d-spose" and
+    /// "amiable" as "Amy a bull" in long segments; the old shared export gives the same text).
+    static let continuousWERCeiling = 0.15
     /// Amplitude scale (−50 dB) at which the sensitivities clearly disagree (measured: low 0.9 s,
     /// medium 8.0 s, high 11.5 s of ~20 s of speech).
     static let quietScale: Float = 0.003
 
-    static let modelDirectory = BuiltProducts.packageRoot + "/../shared/fixtures/models/whisper-tiny.en"
-    static let modelAvailable = FileManager.default.fileExists(atPath: modelDirectory + "/tiny-tokens.txt")
-    static let modelMissing: Comment = "Whisper tiny.en fixture not found at ../shared/fixtures/models/whisper-tiny.en"
-    static let vadAvailable = FileManager.default.isReadableFile(atPath: SileroDetector.Configuration.defaultModelPath)
+    /// Measured in-process on the five utterances: 4.2 % (3 errors in 71 words: "ill-sposed", the
+    /// reference's repeated "a", "then" for "than"); the float32 graphs make 1 error. One word of
+    /// margin.
+    static let baseWERCeiling = 0.06
+
+    static let modelDirectory = EmbeddedModels.whisperTinyEn
+    static let modelPresent = EmbeddedModels.whisperPresent(modelDirectory, prefix: "tiny.en")
+    static let modelAvailable = EmbeddedModels.runs(modelPresent)
+    static let modelMissing: Comment = "Whisper tiny.en not found at \(EmbeddedModels.whisperTinyEn) (Scripts/setup.sh)"
+    static let baseAvailable = EmbeddedModels.runs(EmbeddedModels.whisperPresent(EmbeddedModels.whisperBase, prefix: "base"))
+    static let baseMissing: Comment = "Whisper base not found at \(EmbeddedModels.whisperBase) (Scripts/setup.sh)"
+    static let vadAvailable = EmbeddedModels.runs(FileManager.default.isReadableFile(atPath: SileroDetector.Configuration.defaultModelPath))
     static let vadMissing: Comment = "silero VAD not installed at /usr/local/share/earshot/assets/silero_vad.onnx (Scripts/setup.sh)"
     static let bothAvailable = modelAvailable && vadAvailable
 
     private static let loaded: Result<WhisperModel, any Error> = Result {
         try WhisperModel(files: WhisperModel.Files(directory: modelDirectory))
     }
+    private static let loadedBase = Mutex<[String: WhisperModel]>([:])
 
-    /// The shared model, loaded on first use.
+    /// The shared tiny.en model, loaded on first use.
     static func model() throws -> WhisperModel { try loaded.get() }
+
+    /// Whisper base for `language` (nil: identify it) and `task`, loaded once per setting.
+    static func base(language: String? = "en", task: WhisperModel.Task = .transcribe) throws -> WhisperModel {
+        let key = "\(language ?? "und")/\(task.rawValue)"
+        if let model = loadedBase.withLock({ $0[key] }) { return model }
+        let model = try WhisperModel(files: WhisperModel.Files(directory: EmbeddedModels.whisperBase), language: language, task: task)
+        loadedBase.withLock { $0[key] = model }
+        return model
+    }
 
     struct Utterance: Sendable {
         var id: String
@@ -163,6 +175,45 @@ enum SherpaFixture {
     /// Hypothesis text as the references spell it ("Mr." is read "mister").
     static func normalized(_ text: String) -> String {
         WordErrorRate.words(text).map { $0 == "mr" ? "mister" : $0 }.joined(separator: " ")
+    }
+
+    /// Transcribes the five utterances, checks each result's word times and language, prints the
+    /// figures; returns the WER.
+    static func scoreLibriVox(_ model: WhisperModel, name: String) throws -> Double {
+        var pairs: [(reference: String, hypothesis: String)] = []
+        var audioSeconds = 0.0
+        var decodeSeconds = 0.0
+        for utterance in try utterances() {
+            let started = Date()
+            let result = try model.transcribe(utterance.samples, sampleRate: 16000)
+            decodeSeconds += Date().timeIntervalSince(started)
+            let duration = Double(utterance.samples.count) / 16000
+            audioSeconds += duration
+            let hypothesis = normalized(result.text)
+            print("  \(utterance.id): WER \(percent(WordErrorRate.rate([(utterance.reference, hypothesis)]))) — \(result.text)")
+            pairs.append((utterance.reference, hypothesis))
+            expectWordTimes(result, duration: duration)
+            #expect(result.language == "en")
+        }
+        let wer = WordErrorRate.rate(pairs)
+        print("Whisper \(name) on 5 LibriVox utterances: WER \(percent(wer)), RTF \(format(decodeSeconds / audioSeconds)) (\(model.numThreads) threads)")
+        return wer
+    }
+
+    /// Word times as transcriber results need them: every word has a start and an end, inside the
+    /// audio, in order.
+    static func expectWordTimes(_ result: Transcription, duration: Double, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(!result.words.isEmpty, "token timestamps give words", sourceLocation: sourceLocation)
+        var previous = 0.0
+        for word in result.words {
+            guard let start = word.start, let end = word.end else {
+                Issue.record("\(word.text) has no time", sourceLocation: sourceLocation)
+                continue
+            }
+            #expect(start >= previous && end >= start && end <= duration + 0.001, "\(word.text) at \(start)–\(end) after \(previous)", sourceLocation: sourceLocation)
+            previous = start
+        }
+        #expect(result.words.map(\.text).joined(separator: " ") == result.text, sourceLocation: sourceLocation)
     }
 
     static func percent(_ rate: Double) -> String { String(format: "%.1f %%", rate * 100) }

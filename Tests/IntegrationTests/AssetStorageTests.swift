@@ -55,19 +55,21 @@ import Glibc
         if !mountPoint.isEmpty { #expect(!isMounted(mountPoint), "\(mountPoint) is still mounted") }
     }
 
-    /// 800 files of 1 KiB pass the free-space check (under 1 MiB declared), but each takes a 4 KiB
-    /// page on tmpfs, so the disk really fills up half-way through extraction. (libarchive reports
-    /// the failed write as a mere warning; before that was caught, truncated files were renamed into
-    /// place and only SQLite running out of space stopped the commit.)
+    /// 300 files of 5 KiB pass the free-space check and the extractor's budget (about 1.5 MiB
+    /// declared, each file charged its 5 KiB), but each takes two 4 KiB pages on tmpfs, so the disk
+    /// really fills up part-way through extraction. (libarchive reports the failed write as a mere
+    /// warning; before that was caught, truncated files were renamed into place and only SQLite
+    /// running out of space stopped the commit.) Smaller files no longer get that far: every member
+    /// is charged at least a block against `installed_size`.
     @Test func runningOutOfSpaceDuringExtractionIsInsufficientStorage() async throws {
-        let files = 800
+        let files = 300
         var mountPoint = ""
         try await AssetFixture.with { fixture in
             guard let tmpfs = try mountSmallTmpfs(fixture, name: "state-tmpfs") else { return }
             mountPoint = tmpfs
             fixture.stateDirectory = tmpfs
             var spec = AssetSpec.random("asr-en", locales: ["en-US"], bytes: 1024, seed: 73)
-            spec.extraMembers = (0..<files).map { (String(format: "vocab/%04d.txt", $0), NginxServer.seededBytes(count: 1024, seed: UInt64(1000 + $0))) }
+            spec.extraMembers = (0..<files).map { (String(format: "vocab/%04d.txt", $0), NginxServer.seededBytes(count: 5 << 10, seed: UInt64(1000 + $0))) }
             let many = try await fixture.build(spec)
             try await fixture.publishCatalog(version: 1, assets: [many])
             let daemon = try await fixture.startDaemonWithCatalog()
@@ -77,6 +79,36 @@ import Glibc
             let refused = try await client.call(InstallRequest(id: "many", modules: [Modules.transcriber("en-US")]), timeout: .seconds(60))
             #expect(refused.errorCode == .insufficientStorage, "\(refused.type): \(refused.errorText ?? "")")
             try await expectNothingInstalled(fixture, client, "asr-en")
+        }
+        if !mountPoint.isEmpty { #expect(!isMounted(mountPoint), "\(mountPoint) is still mounted") }
+    }
+
+    /// Issue 8, defect 8b: SQLite's "database or disk is full" used to reach the client as
+    /// `internalError`. The state dir is a real 2 MiB tmpfs, filled up once the daemon runs: a
+    /// reservation (and the reservation an install makes) is `insufficientStorage` on the wire.
+    @Test func fullDiskOnReserveIsInsufficientStorageOnTheWire() async throws {
+        var mountPoint = ""
+        try await AssetFixture.with { fixture in
+            guard let tmpfs = try mountSmallTmpfs(fixture, name: "state-tmpfs") else { return }
+            mountPoint = tmpfs
+            fixture.stateDirectory = tmpfs
+            let en = try await fixture.build(.random("asr-en", locales: ["en-US"], bytes: 64 << 10, seed: 75))
+            let de = try await fixture.build(.random("asr-de", locales: ["de-DE"], bytes: 64 << 10, seed: 76))
+            try await fixture.publishCatalog(version: 1, assets: [en, de])
+            let daemon = try await fixture.startDaemonWithCatalog()
+            let client = try TestConnection(daemon.socket)
+            defer { client.close() }
+            try await client.hello("org.example.disk")
+            let filler = try fill(tmpfs)
+
+            let reserve = try await client.call(ReserveRequest(id: "r", locale: "en-US"))
+            #expect(reserve.errorCode == .insufficientStorage, "\(reserve.type): \(reserve.errorText ?? "")")
+            let install = try await client.call(InstallRequest(id: "i", modules: [Modules.transcriber("de-DE")]), timeout: .seconds(60))
+            #expect(install.errorCode == .insufficientStorage, "\(install.type): \(install.errorText ?? "")")
+
+            unlink(filler)
+            let reserved = try await client.call(ReserveRequest(id: "again", locale: "en-US"))
+            #expect(try reserved.decode(ReserveReply.self).created)
         }
         if !mountPoint.isEmpty { #expect(!isMounted(mountPoint), "\(mountPoint) is still mounted") }
     }
@@ -120,6 +152,17 @@ import Glibc
             if umount2(path, 0) != 0 { _ = umount2(path, Int32(MNT_DETACH)) }
         }
         return path
+    }
+
+    /// Writes a file into `directory` until its filesystem is full; returns the file's path.
+    private func fill(_ directory: String) throws -> String {
+        let filler = directory + "/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw FixtureError("open \(filler): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let chunk = [UInt8](repeating: 0xA5, count: 4096)
+        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        return filler
     }
 
     private func isMounted(_ path: String) -> Bool {

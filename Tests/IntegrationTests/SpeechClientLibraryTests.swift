@@ -200,7 +200,7 @@ struct SpeechClientLibraryTests {
         defer { connection.close() }
         let stats = try #require(try await connection.roundTrip(StatsRequest(id: "1"))).decode(StatsReply.self)
         if SpeechFixtures.whisperAvailable {
-            #expect(stats.models.contains { $0.key.hasPrefix("whisper-tiny-en") && $0.users == 0 }, "a lingering model stays loaded")
+            #expect(stats.models.contains { $0.key.hasPrefix("whisper-base") && $0.users == 0 }, "a lingering model stays loaded")
         }
         await SpeechModels.endRetention()
         let after = try #require(try await connection.roundTrip(StatsRequest(id: "2"))).decode(StatsReply.self)

@@ -54,4 +54,25 @@ struct SpeechCommandLineTests {
         #expect(TranscriptFormatter.srt(segments) == "1\n00:00:00,000 --> 00:00:01,500\nhello\n")
         #expect(TranscriptFormatter.text(segments) == "hello")
     }
+
+    @Test func subtitleCuesAreCutOnWordTimes() {
+        typealias Word = TranscriptSegment.Word
+        // 12 s of speech in one segment: two sentences, the second longer than one cue may be.
+        let words = ["It", "was", "late.", "The", "rain", "kept", "falling", "on", "the", "old", "roofs", "of", "the", "sleeping", "town", "all", "night."]
+        let timed = words.enumerated().map { index, text in Word(text: text, start: Double(index) * 0.7, end: Double(index) * 0.7 + 0.5, confidence: nil) }
+        let segment = TranscriptSegment(start: 0, end: 12, text: words.joined(separator: " "), words: timed)
+        let untimed = TranscriptSegment(start: 12, end: 14, text: "no word times")
+        let cues = TranscriptFormatter.cues([segment, untimed])
+        #expect(cues.map(\.text) == ["It was late.", "The rain kept falling on the old roofs", "of the sleeping town all night.", "no word times"])
+        // Each cue spans its words exactly, at most 6 s; the segment without word times is one cue.
+        #expect(cues[0].start == 0 && abs(cues[0].end - 1.9) < 1e-9)
+        #expect(abs(cues[1].start - 2.1) < 1e-9 && abs(cues[1].end - (10 * 0.7 + 0.5)) < 1e-9)
+        #expect(cues.dropLast().allSatisfy { $0.end - $0.start <= 6 })
+        #expect(cues[3].start == 12 && cues[3].end == 14)
+        #expect(TranscriptFormatter.vtt([segment]).hasPrefix("WEBVTT\n\n00:00:00.000 --> 00:00:01.900\nIt was late.\n\n00:00:02.100 --> "))
+        // A cue never outgrows the character limit either.
+        let long = (0..<40).map { Word(text: "word\($0)", start: Double($0) * 0.1, end: Double($0) * 0.1 + 0.05, confidence: nil) }
+        let dense = TranscriptFormatter.cues([TranscriptSegment(start: 0, end: 4, text: long.map(\.text).joined(separator: " "), words: long)])
+        #expect(dense.count > 1 && dense.allSatisfy { $0.text.count <= 84 })
+    }
 }

@@ -8,27 +8,25 @@ import TestSupport
 // daemon per suite with the speech assets installed, and a raw `earshot.analyzer.*` session client.
 
 /// Real speech and models as a fresh machine gets them (Debian `pocketsphinx-testdata`, the
-/// embedded catalog `Scripts/setup.sh` builds, the Whisper tiny.en fixture).
+/// embedded catalog `Scripts/setup.sh` builds from Debian and PyPI packages).
 enum SpeechFixtures {
     static let librivox = "/usr/share/pocketsphinx/test/data/librivox"
     /// The five utterances, in reading order.
     static let ids = [870, 880, 890, 920, 930].map { "sense_and_sensibility_01_austen_64kb-0\($0)" }
-    static let embeddedCatalog = "/usr/local/share/earshot/catalog/catalog.json"
+    static let embeddedCatalog = EmbeddedModels.catalog
     static let rate = 16000
 
     static func path(_ id: String) -> String { "\(librivox)/\(id).wav" }
 
     /// The project root (two levels above this file's directory).
     static let projectRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    static let whisperModel = URL(fileURLWithPath: projectRoot + "/../shared/fixtures/models/whisper-tiny.en").standardizedFileURL.path
 
-    /// Whether the Whisper tiny.en fixture exists and the embedded catalog offers it as an asset.
-    static let whisperAvailable: Bool = {
-        guard FileManager.default.fileExists(atPath: whisperModel + "/tiny-encoder.int8.onnx"),
-              let catalog = try? String(contentsOfFile: embeddedCatalog, encoding: .utf8) else { return false }
-        return catalog.contains("\"whisper-tiny-en\"")
-    }()
-    static let whisperMissing: Comment = "Whisper tiny.en is not available (../shared/fixtures/models/whisper-tiny.en is missing or Scripts/setup.sh put no whisper-tiny-en asset in the embedded catalog): skipping the Whisper test"
+    /// Whether the embedded catalog offers both Whisper assets (always assumed under CI, where a
+    /// missing one must fail the tests that need it).
+    static let whisperAvailable = EmbeddedModels.runs(EmbeddedModels.catalogLists("whisper-base") && EmbeddedModels.catalogLists("whisper-tiny-en"))
+    /// Whether Whisper base and espeak-ng are there for the multilingual tests (assumed under CI).
+    static let multilingualAvailable = EmbeddedModels.runs(EmbeddedModels.catalogLists("whisper-base") && SynthesizedSpeech.available)
+    static let whisperMissing: Comment = "the embedded catalog has no whisper-base or whisper-tiny-en asset (run Scripts/setup.sh): skipping the Whisper test"
     static let catalogAvailable = FileManager.default.fileExists(atPath: embeddedCatalog)
 
     /// 16 kHz mono samples of utterance `id`.
@@ -135,9 +133,15 @@ enum SpeechDaemon {
         return daemon
     }
 
+    /// Installs `module` for en-US; a transcriber also for the progressive presets (the catalog
+    /// serves those with Whisper tiny.en).
     static func install(_ module: String, on daemon: TestDaemon) async throws {
-        let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", module], in: daemon.directory)
-        try #require(run.status == 0, "earshot install \(module) failed: \(run.stderr)")
+        let presets: [String?] = module == "transcriber" ? [nil, "progressiveTranscription"] : [nil]
+        for preset in presets {
+            let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", module]
+                                                 + (preset.map { ["--preset", $0] } ?? []), in: daemon.directory)
+            try #require(run.status == 0, "earshot install \(module) \(preset ?? "") failed: \(run.stderr)")
+        }
     }
 }
 

@@ -158,7 +158,7 @@ struct SpeechModelSharingTests {
         #expect(busy.sessions == 1)
         #expect(busy.models.first?.users == 1)
         let leased = try await monitor.assets().assets.filter(\.leased).map(\.id).sorted()
-        #expect(leased == ["silero-vad", "whisper-tiny-en"], "leases while the session runs: \(leased)")
+        #expect(leased == ["silero-vad", "whisper-base"], "leases while the session runs: \(leased)")
 
         child.signal(SIGKILL)
         #expect(await child.wait(timeout: .seconds(5)) != nil)

@@ -37,36 +37,50 @@ struct SpeechWyomingTests {
             out.byteswap()
         return out.tobytes()
 
-    async def main(socket, wav):
+    def mono(path):
+        with wave.open(path, "rb") as w:
+            assert w.getsampwidth() == 2 and w.getnchannels() == 1
+            return w.getframerate(), w.readframes(w.getnframes())
+
+    async def transcribe(client, pcm, rate, channels, language):
+        await client.write_event(Transcribe(language=language).event())
+        await client.write_event(AudioStart(rate=rate, width=2, channels=channels).event())
+        step = rate * 2 * channels // 10  # 100 ms of s16le
+        for i in range(0, len(pcm), step):
+            await client.write_event(AudioChunk(rate=rate, width=2, channels=channels, audio=pcm[i:i + step]).event())
+        await client.write_event(AudioStop().event())
+        events, job = [], {}
+        while True:
+            event = await asyncio.wait_for(client.read_event(), 60)
+            if event is None:
+                break
+            events.append({"type": event.type, "data": event.data})
+            if Transcript.is_type(event.type):
+                transcript = Transcript.from_event(event)
+                job["transcript"], job["language"] = transcript.text, transcript.language
+            if event.type in ("transcript-stop", "error"):
+                break
+            if event.type == "transcript" and not any(e["type"] == "transcript-start" for e in events):
+                break
+        job["events"] = events
+        return job
+
+    async def main(socket, wav, others):
         result = {}
         async with AsyncClient.from_uri("unix://" + socket) as client:
             await client.write_event(Describe().event())
             info = await asyncio.wait_for(client.read_event(), 30)
             result["describe"] = {"type": info.type, "data": info.data}
-
-            pcm = stereo_44k(wav)
-            await client.write_event(Transcribe(language="en").event())
-            await client.write_event(AudioStart(rate=44100, width=2, channels=2).event())
-            step = 44100 * 4 // 10  # 100 ms of 44.1 kHz stereo s16le
-            for i in range(0, len(pcm), step):
-                await client.write_event(AudioChunk(rate=44100, width=2, channels=2, audio=pcm[i:i + step]).event())
-            await client.write_event(AudioStop().event())
-            events = []
-            while True:
-                event = await asyncio.wait_for(client.read_event(), 60)
-                if event is None:
-                    break
-                events.append({"type": event.type, "data": event.data})
-                if Transcript.is_type(event.type):
-                    result["transcript"] = Transcript.from_event(event).text
-                if event.type in ("transcript-stop", "error"):
-                    break
-                if event.type == "transcript" and not any(e["type"] == "transcript-start" for e in events):
-                    break
-            result["events"] = events
+            result.update(await transcribe(client, stereo_44k(wav), 44100, 2, "en"))
+            # Further jobs: "WAV:LANGUAGE" (an empty language lets the daemon identify it).
+            result["others"] = []
+            for spec in others:
+                path, language = spec.rsplit(":", 1)
+                rate, pcm = mono(path)
+                result["others"].append(await transcribe(client, pcm, rate, 1, language or None))
         print(json.dumps(result))
 
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
     """
 
     @Test func wyomingClientTranscribesA44kStereoRecording() async throws {
@@ -74,7 +88,12 @@ struct SpeechWyomingTests {
         let directory = try TempDirectory("eswy")
         defer { directory.remove() }
         let script = try directory.write("wyoming-client.py", Self.client)
-        let run = try await ChildProcess.run("/usr/bin/env", ["python3", script, daemon.socket, SpeechFixtures.path(SpeechFixtures.ids[0])], in: directory, timeout: .seconds(90))
+        // German with its language named, French with none: the daemon identifies it.
+        var others: [String] = []
+        if SpeechFixtures.multilingualAvailable {
+            others = ["\(try await SynthesizedSpeech.german.wav(in: directory)):de", "\(try await SynthesizedSpeech.french.wav(in: directory)):"]
+        }
+        let run = try await ChildProcess.run("/usr/bin/env", ["python3", script, daemon.socket, SpeechFixtures.path(SpeechFixtures.ids[0])] + others, in: directory, timeout: .seconds(120))
         try #require(run.status == 0, "the wyoming client failed (is PyPI wyoming installed? Scripts/setup.sh installs it): \(run.stderr)")
         let output = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
 
@@ -86,12 +105,17 @@ struct SpeechWyomingTests {
         #expect(asr["supports_transcript_streaming"] as? Bool == true)
         let models = try #require(asr["models"] as? [[String: Any]])
         let names = models.compactMap { $0["name"] as? String }.sorted()
-        let expected = (SpeechFixtures.whisperAvailable ? ["pocketsphinx-en-us", "whisper-tiny-en"] : ["pocketsphinx-en-us"])
+        let expected = (SpeechFixtures.whisperAvailable ? ["pocketsphinx-en-us", "whisper-base", "whisper-tiny-en"] : ["pocketsphinx-en-us"])
         #expect(names == expected, "info lists \(names)")
         for model in models {
             let languages = model["languages"] as? [String] ?? []
-            #expect(languages.contains("en-US"), "\(model["name"] ?? "?") languages: \(languages)")
+            #expect(languages.contains("en-US") || languages.contains("en"), "\(model["name"] ?? "?") languages: \(languages)")
+            #expect(!languages.contains("und"), "und is not a language to offer")
             #expect(model["installed"] as? Bool == true)
+        }
+        if SpeechFixtures.whisperAvailable {
+            let base = try #require(models.first { $0["name"] as? String == "whisper-base" })
+            #expect((base["languages"] as? [String] ?? []).count == 99)
         }
 
         // transcribe + 44.1 kHz stereo audio → transcript with the words.
@@ -104,5 +128,18 @@ struct SpeechWyomingTests {
         let order = SpeechFixtures.inOrder(["john", "consider", "power"], in: words)
         #expect(order.ok, "missing '\(order.missing ?? "")': \(transcript)")
         #expect(SpeechFixtures.wer([(try SpeechFixtures.reference(SpeechFixtures.ids[0]), transcript)]) <= 0.35)
+        #expect(output["language"] as? String == "en")
+
+        // A named language is used; without one the daemon identifies it and says which.
+        guard SpeechFixtures.multilingualAvailable else { return }
+        let jobs = try #require(output["others"] as? [[String: Any]])
+        try #require(jobs.count == 2)
+        for (job, speech) in zip(jobs, [SynthesizedSpeech.german, .french]) {
+            let text = job["transcript"] as? String ?? ""
+            print("[wyoming] \(speech.language): \(job["language"] ?? "nil"): \(text)")
+            #expect(job["language"] as? String == speech.language)
+            let words = SynthesizedSpeech.words(text)
+            #expect(speech.contentWords.filter(words.contains).count >= 2, "\(speech.contentWords) in \(text)")
+        }
     }
 }

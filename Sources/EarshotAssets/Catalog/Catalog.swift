@@ -125,14 +125,41 @@ public struct CatalogAsset: Codable, Sendable, Hashable {
     public var license: String
     /// Human-readable description.
     public var description: String?
+    /// Preference among assets that serve the same locale and kind equally well: higher wins
+    /// (optional, default 0).
+    public var rank: Int
+    /// Presets (e.g. `progressiveTranscription`) for which this asset is preferred over a
+    /// higher-ranked one that serves the same locale (optional).
+    public var preferredPresets: [String]
 
     enum CodingKeys: String, CodingKey {
         case id, version, kind, engine, locales, capabilities, size
         case installedSize = "installed_size"
-        case sha256, urls, format, files, license, description
+        case sha256, urls, format, files, license, description, rank
+        case preferredPresets = "preferred_presets"
     }
 
-    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], capabilities: AssetCapabilities = AssetCapabilities(), size: Int64, installedSize: Int64, sha256: String, urls: [String], format: ArchiveFormat, files: [String: String], license: String, description: String? = nil) {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        version = try c.decode(Int.self, forKey: .version)
+        kind = try c.decode(AssetKind.self, forKey: .kind)
+        engine = try c.decode(String.self, forKey: .engine)
+        locales = try c.decode([String].self, forKey: .locales)
+        capabilities = try c.decode(AssetCapabilities.self, forKey: .capabilities)
+        size = try c.decode(Int64.self, forKey: .size)
+        installedSize = try c.decode(Int64.self, forKey: .installedSize)
+        sha256 = try c.decode(String.self, forKey: .sha256)
+        urls = try c.decode([String].self, forKey: .urls)
+        format = try c.decode(ArchiveFormat.self, forKey: .format)
+        files = try c.decode([String: String].self, forKey: .files)
+        license = try c.decode(String.self, forKey: .license)
+        description = try c.decodeIfPresent(String.self, forKey: .description)
+        rank = try c.decodeIfPresent(Int.self, forKey: .rank) ?? 0
+        preferredPresets = try c.decodeIfPresent([String].self, forKey: .preferredPresets) ?? []
+    }
+
+    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], capabilities: AssetCapabilities = AssetCapabilities(), size: Int64, installedSize: Int64, sha256: String, urls: [String], format: ArchiveFormat, files: [String: String], license: String, description: String? = nil, rank: Int = 0, preferredPresets: [String] = []) {
         self.id = id
         self.version = version
         self.kind = kind
@@ -147,6 +174,8 @@ public struct CatalogAsset: Codable, Sendable, Hashable {
         self.files = files
         self.license = license
         self.description = description
+        self.rank = rank
+        self.preferredPresets = preferredPresets
     }
 
     /// URL schemes a mirror may use.
@@ -240,6 +269,8 @@ public struct AssetCapabilities: Codable, Sendable, Hashable {
     public var confidence: Bool
     /// Content hints it is suited to (e.g. `shortForm`, `farField`, `customizedLanguage`).
     public var contentHints: [String]
+    /// Translates speech into English (the `translate` transcription option); optional, default false.
+    public var translation: Bool
 
     enum CodingKeys: String, CodingKey {
         case streaming
@@ -247,15 +278,28 @@ public struct AssetCapabilities: Codable, Sendable, Hashable {
         case timeRanges = "time_ranges"
         case alternatives, confidence
         case contentHints = "content_hints"
+        case translation
     }
 
-    public init(streaming: Bool = false, volatileResults: Bool = false, timeRanges: Bool = false, alternatives: Bool = false, confidence: Bool = false, contentHints: [String] = []) {
+    public init(streaming: Bool = false, volatileResults: Bool = false, timeRanges: Bool = false, alternatives: Bool = false, confidence: Bool = false, contentHints: [String] = [], translation: Bool = false) {
         self.streaming = streaming
         self.volatileResults = volatileResults
         self.timeRanges = timeRanges
         self.alternatives = alternatives
         self.confidence = confidence
         self.contentHints = contentHints
+        self.translation = translation
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        streaming = try c.decode(Bool.self, forKey: .streaming)
+        volatileResults = try c.decode(Bool.self, forKey: .volatileResults)
+        timeRanges = try c.decode(Bool.self, forKey: .timeRanges)
+        alternatives = try c.decode(Bool.self, forKey: .alternatives)
+        confidence = try c.decode(Bool.self, forKey: .confidence)
+        contentHints = try c.decode([String].self, forKey: .contentHints)
+        translation = try c.decodeIfPresent(Bool.self, forKey: .translation) ?? false
     }
 }
 

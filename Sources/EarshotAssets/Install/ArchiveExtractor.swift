@@ -20,7 +20,10 @@ import Glibc
 /// - devices, FIFOs and sockets are ``ExtractionError/specialFile(_:)``;
 /// - data is copied block by block and counted, so extraction stops with
 ///   ``ExtractionError/tooLarge(limit:)`` before the real total (whatever the headers claim) passes
-///   `maxBytes`; a member whose declared size alone would pass it is refused before it is written.
+///   `maxBytes`; a member whose declared size alone would pass it is refused before it is written;
+/// - inodes count too (``ExtractionLimits``): every member is charged at least one block against
+///   `maxBytes`, and more than `maxMembers` headers are ``ExtractionError/tooManyMembers(limit:)``,
+///   so an archive of countless empty files is refused however few bytes it carries.
 ///
 /// libarchive's own `SECURE_NODOTDOT` and `SECURE_SYMLINKS` guards stay on as a second line.
 /// Its `SECURE_NOABSOLUTEPATHS` cannot be: `archive_write_disk` resolves relative names against the
@@ -36,9 +39,48 @@ public enum ArchiveExtractor {
     /// empty directory) and returns what was written.
     ///
     /// - Parameters:
-    ///   - maxBytes: the most file data that may be written (the asset's declared unpacked size).
+    ///   - limits: the most bytes (the asset's declared unpacked size) and members it may write.
     ///   - singleFileName: for ``ArchiveFormat/file``, the plain name the download is copied to.
     ///   - progress: the running count of data bytes written, about every MiB and at the end.
+    public static func extract(
+        archive: String,
+        format: ArchiveFormat,
+        into staging: String,
+        limits: ExtractionLimits,
+        singleFileName: String? = nil,
+        progress: ((Int64) -> Void)? = nil
+    ) throws(ExtractionError) -> ExtractionResult {
+        let (root, created) = try prepare(staging: staging)
+        do throws(ExtractionError) {
+            let bytes: Int64
+            let charged: Int64
+            if format == .file {
+                guard let name = singleFileName, MemberPath.isPlainName(name) else {
+                    throw .unsafePath(singleFileName ?? "")
+                }
+                bytes = try copyFile(archive, to: root + "/" + name, maxBytes: limits.maxBytes, progress: progress)
+                charged = bytes
+            } else {
+                var session = try Session(archive: archive, format: format, root: root, limits: limits, progress: progress)
+                defer { session.close() }
+                bytes = try session.run()
+                charged = session.charged
+            }
+            let summary = try io { () throws(SystemError) in try StagingTree.syncAll(root: root) }
+            let escaping = try io { () throws(SystemError) in
+                try StagingTree.firstEscapingLink(root: root, symlinks: summary.symlinks)
+            }
+            if let escaping { throw .linkEscapes(escaping) }
+            return ExtractionResult(files: summary.files, bytes: bytes, chargedBytes: charged)
+        } catch {
+            StagingTree.removeContents(root: root)
+            if created { _ = rmdir(root) }
+            throw error
+        }
+    }
+
+    /// ``extract(archive:format:into:limits:singleFileName:progress:)`` with the default member
+    /// limits (``ExtractionLimits/defaultMaxMembers``, ``ExtractionLimits/defaultBytesPerMember``).
     public static func extract(
         archive: String,
         format: ArchiveFormat,
@@ -47,30 +89,8 @@ public enum ArchiveExtractor {
         singleFileName: String? = nil,
         progress: ((Int64) -> Void)? = nil
     ) throws(ExtractionError) -> ExtractionResult {
-        let (root, created) = try prepare(staging: staging)
-        do throws(ExtractionError) {
-            let bytes: Int64
-            if format == .file {
-                guard let name = singleFileName, MemberPath.isPlainName(name) else {
-                    throw .unsafePath(singleFileName ?? "")
-                }
-                bytes = try copyFile(archive, to: root + "/" + name, maxBytes: maxBytes, progress: progress)
-            } else {
-                var session = try Session(archive: archive, format: format, root: root, maxBytes: maxBytes, progress: progress)
-                defer { session.close() }
-                bytes = try session.run()
-            }
-            let summary = try io { () throws(SystemError) in try StagingTree.syncAll(root: root) }
-            let escaping = try io { () throws(SystemError) in
-                try StagingTree.firstEscapingLink(root: root, symlinks: summary.symlinks)
-            }
-            if let escaping { throw .linkEscapes(escaping) }
-            return ExtractionResult(files: summary.files, bytes: bytes)
-        } catch {
-            StagingTree.removeContents(root: root)
-            if created { _ = rmdir(root) }
-            throw error
-        }
+        try extract(archive: archive, format: format, into: staging, limits: ExtractionLimits(maxBytes: maxBytes),
+                    singleFileName: singleFileName, progress: progress)
     }
 
     /// Creates `staging` if needed and returns its canonical path (no symlinks, so libarchive's
@@ -144,17 +164,24 @@ private struct Session {
     let writer: OpaquePointer
     let format: ArchiveFormat
     let root: String
-    let maxBytes: Int64
+    let limits: ExtractionLimits
     let progress: ((Int64) -> Void)?
     var extracted: [String: Kind] = [:]
+    /// Data bytes written.
     var total: Int64 = 0
+    /// What the finished members were charged against `limits.maxBytes`.
+    var charged: Int64 = 0
+    /// Headers read.
+    var members = 0
     var reported: Int64 = 0
+
+    var maxBytes: Int64 { limits.maxBytes }
 
     static let readBlockSize = 256 << 10
     static let reportEvery: Int64 = 1 << 20
     static let writeFlags = ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_TIME
 
-    init(archive: String, format: ArchiveFormat, root: String, maxBytes: Int64, progress: ((Int64) -> Void)?) throws(ExtractionError) {
+    init(archive: String, format: ArchiveFormat, root: String, limits: ExtractionLimits, progress: ((Int64) -> Void)?) throws(ExtractionError) {
         guard let reader = archive_read_new() else { throw .io(SystemError("archive_read_new", errno: ENOMEM)) }
         guard let writer = archive_write_disk_new() else {
             archive_read_free(reader)
@@ -164,7 +191,7 @@ private struct Session {
         self.writer = writer
         self.format = format
         self.root = root
-        self.maxBytes = maxBytes
+        self.limits = limits
         self.progress = progress
 
         // Only the declared filter and format are enabled; `run` also checks they were the ones used.
@@ -205,6 +232,8 @@ private struct Session {
             guard status == ARCHIVE_OK || status == ARCHIVE_WARN, let entry = entryPointer else {
                 throw .corrupt(Self.message(reader))
             }
+            members += 1
+            if members > limits.maxMembers { throw .tooManyMembers(limit: limits.maxMembers) }
             try extract(entry)
         }
         if archive_write_close(writer) < ARCHIVE_WARN { throw writeFailure("archive_write_close") }
@@ -309,9 +338,11 @@ private struct Session {
         return false
     }
 
-    /// Writes the header, then copies and counts the data blocks.
+    /// Writes the header, then copies and counts the data blocks; the member is charged its data,
+    /// but at least one block (``ExtractionLimits/charge(_:)``).
     private mutating func writeMember(_ entry: OpaquePointer, relative: String, declared: Int64) throws(ExtractionError) {
-        if declared > maxBytes - total { throw .tooLarge(limit: maxBytes) }
+        if limits.charge(declared) > maxBytes - charged { throw .tooLarge(limit: maxBytes) }
+        var memberBytes: Int64 = 0
         if archive_write_header(writer, entry) < ARCHIVE_WARN { throw writeFailure("archive_write_header(\(relative))") }
         var buffer: UnsafeRawPointer?
         var size = 0
@@ -321,7 +352,7 @@ private struct Session {
             if status == ARCHIVE_EOF { break }
             // Warnings here are checksum or size mismatches: the data is not what the archive says.
             guard status == ARCHIVE_OK else { throw .corrupt(Self.message(reader)) }
-            if Int64(size) > maxBytes - total { throw .tooLarge(limit: maxBytes) }
+            if limits.charge(memberBytes + Int64(size)) > maxBytes - charged { throw .tooLarge(limit: maxBytes) }
             if size > 0, let buffer {
                 // libarchive reports both a failed write(2) (ENOSPC, EIO) and "more data than the header
                 // said" as ARCHIVE_WARN: within the declared size a warning is a failed write and fatal;
@@ -332,12 +363,14 @@ private struct Session {
                 }
             }
             total += Int64(size)
+            memberBytes += Int64(size)
             if total - reported >= Self.reportEvery {
                 reported = total
                 progress?(total)
             }
         }
         if archive_write_finish_entry(writer) < ARCHIVE_WARN { throw writeFailure("archive_write_finish_entry(\(relative))") }
+        charged += limits.charge(memberBytes)
     }
 
     /// A disk-side failure: a real `errno` is an I/O error, anything else libarchive refused.

@@ -1,5 +1,6 @@
-import Foundation
+import EarshotSystem
 import EarshotWire
+import Foundation
 
 /// Failures of asset operations, each with the wire code clients see.
 public enum AssetError: Error, Sendable, CustomStringConvertible {
@@ -26,7 +27,8 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
         case .permissionDenied(let what): what
         case .verificationFailed(let what): what
         case .downloadFailed(let what): what
-        case .insufficientStorage(let needed, let available, let path): "not enough free space in \(path): \(needed) bytes needed, \(available) available"
+        case .insufficientStorage(let needed, let available, let path):
+            needed > 0 ? "not enough free space in \(path): \(needed) bytes needed, \(available) available" : "no space left in \(path)"
         case .cancelled(let what): "\(what) was cancelled"
         case .inconsistentState(let what): "asset store is inconsistent: \(what)"
         case .internalError(let what): what
@@ -49,6 +51,47 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
         }
         return WireError(code, description)
     }
+}
+
+extension AssetError {
+    /// The asset error for a failed state-database call: a full filesystem (``DatabaseError/isStorageFull``)
+    /// is ``insufficientStorage(needed:available:path:)``, anything else ``internalError(_:)``.
+    init(_ error: DatabaseError, database path: String) {
+        self = error.isStorageFull
+            ? .insufficientStorage(needed: 0, available: 0, path: "the state database (\(path))")
+            : .internalError("state database: \(error)")
+    }
+
+    /// Whether `error`, from whichever part raised it, says a filesystem is out of space or quota:
+    /// `ENOSPC`/`EDQUOT` from a system call (directly, through libarchive, libcurl's writes or
+    /// Foundation's file manager) or SQLite's "database or disk is full".
+    static func isOutOfSpace(_ error: any Error) -> Bool {
+        switch error {
+        case let e as AssetError:
+            if case .insufficientStorage = e { return true }
+            return false
+        case let e as DatabaseError: return e.isStorageFull
+        case let e as SystemError: return isOutOfSpace(errno: e.errno)
+        case let e as ExtractionError:
+            if case .io(let io) = e { return isOutOfSpace(errno: io.errno) }
+            return false
+        case let e as DownloadError:
+            switch e {
+            case .insufficientStorage: return true
+            case .io(let io): return isOutOfSpace(errno: io.errno)
+            default: return false
+            }
+        case let e as POSIXError: return isOutOfSpace(errno: e.code.rawValue)
+        case let e as CocoaError:
+            if e.code == .fileWriteOutOfSpace { return true }
+            return (e.userInfo[NSUnderlyingErrorKey] as? any Error).map(isOutOfSpace) ?? false
+        default:
+            let ns = error as NSError
+            return ns.domain == NSPOSIXErrorDomain && isOutOfSpace(errno: Int32(ns.code))
+        }
+    }
+
+    private static func isOutOfSpace(errno code: Int32) -> Bool { code == ENOSPC || code == EDQUOT }
 }
 
 /// Who holds reservations: a uid and the app id it said hello with.

@@ -13,9 +13,16 @@ public struct InstallOutcome: Sendable, Hashable {
 }
 
 extension AssetService {
-    /// Makes sure `modules` can run for `client`: nothing to do when installed; otherwise reserves
-    /// their locales (all or none, within the quota) and joins the one job per missing asset,
-    /// reporting progress to `progress` until every job ends.
+    /// Makes sure `modules` can run for `client`: reserves their locales (all or none, within the
+    /// quota; also when the assets are installed already, e.g. by another app, so that GC keeps
+    /// them for this client too) and joins the one job per missing asset, reporting progress to
+    /// `progress` until every job ends. Nothing to do when everything is installed.
+    ///
+    /// When a job fails (a bad download, a rejected archive, a full disk, a cancellation), the
+    /// reservations this call created are rolled back, so failed installs never use up the quota;
+    /// reservations that existed before stay. A caller that stops waiting (task cancellation) keeps
+    /// its reservations and the job goes on, as does a job interrupted by shutdown (it resumes at
+    /// the next start).
     public func install(_ modules: [ModuleConfiguration], for client: ClientIdentity, progress: @escaping @Sendable (InstallProgress) -> Void) async throws -> InstallOutcome {
         var assets: [CatalogAsset] = []
         for module in modules {
@@ -26,16 +33,36 @@ extension AssetService {
         let installed = try await installedAssets()
         let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
         let locales = modules.compactMap(\.locale)
-        guard !missing.isEmpty else {
-            try await touchReservations(locales, for: client)
-            return InstallOutcome(nothingToDo: true, installed: [], reserved: [])
-        }
         let reserved = try await reserve(locales, for: client)
+        guard !missing.isEmpty else { return InstallOutcome(nothingToDo: true, installed: [], reserved: reserved) }
         let started = missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false) }
         let sinks = started.map { ($0, $0.addSink(progress)) }
         defer { sinks.forEach { $0.0.removeSink($0.1) } }
-        for job in started { try await job.wait() }
+        do {
+            for job in started { try await job.wait() }
+        } catch let failure as AssetError where !shuttingDown {
+            await rollBack(reserved, for: client, after: failure)
+            throw failure
+        }
         return InstallOutcome(nothingToDo: false, installed: started.map(\.key), reserved: reserved)
+    }
+
+    /// Removes the reservations a failed install created for `client`, then cancels the jobs no
+    /// reservation needs any more (the request's other assets). A failure to do so is logged: the
+    /// install's own error is what the caller needs to see.
+    func rollBack(_ created: [String], for client: ClientIdentity, after failure: AssetError) async {
+        guard !created.isEmpty else { return }
+        do {
+            try await database.write { db in
+                for locale in created {
+                    try db.execute("DELETE FROM reservations WHERE uid = ? AND app_id = ? AND locale = ?", [.int(Int64(client.uid)), .text(client.appID), .text(locale)])
+                }
+            }
+            log("install for \(client) failed (\(failure.wireError.code.rawValue)): released its new reservations of \(created.joined(separator: ", "))")
+            try await cancelUnneededJobs()
+        } catch {
+            log("install for \(client) failed; rolling back its reservations of \(created.joined(separator: ", ")) failed too: \(error)")
+        }
     }
 
     /// The running job for `entry`, or a new one handed to ``run()``.
@@ -74,7 +101,9 @@ extension AssetService {
         }
     }
 
-    /// Runs one job to its end and tells every waiter.
+    /// Runs one job to its end and tells every waiter. A cancelled job's partial download is
+    /// recorded in `resumable_downloads` (kept for a later resume); any other failure removes it,
+    /// unless another running job shares the file.
     func execute(_ job: InstallJob) async {
         let result: Result<Void, AssetError>
         do {
@@ -87,8 +116,30 @@ extension AssetService {
             log("install of \(job.key) interrupted by shutdown; it resumes at the next start")
         } else if case .failure(let error) = result {
             log("install of \(job.key) failed: \(error)")
-            _ = try? await database.write { db in
-                try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(job.entry.id), .int(Int64(job.entry.version))])
+            let entry = job.entry
+            let download = downloadPath(entry)
+            // Cancelled mid-way: the partial stays for a later resume. Failed: it goes.
+            let keep = if case .cancelled = error { Self.fileSize(download) != nil } else { false }
+            let now = clock.now()
+            do {
+                try await database.write { db in
+                    try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
+                    if keep {
+                        try db.execute("INSERT OR REPLACE INTO resumable_downloads (sha256, id, version, since) VALUES (?, ?, ?, ?)",
+                                       [.text(entry.sha256), .text(entry.id), .int(Int64(entry.version)), .double(now)])
+                    } else {
+                        try db.execute("DELETE FROM resumable_downloads WHERE sha256 = ?", [.text(entry.sha256)])
+                    }
+                }
+            } catch {
+                log("install of \(job.key): recording the failure failed: \(error)")
+            }
+            if !keep, !jobs.values.contains(where: { $0 !== job && $0.entry.sha256 == entry.sha256 }) {
+                do {
+                    try await downloader.removePartial(download)
+                } catch {
+                    log("install of \(job.key): removing its partial download failed: \(error)")
+                }
             }
         } else {
             log("installed \(job.key)")
@@ -110,7 +161,7 @@ extension AssetService {
         }
 
         // Download (resumes a partial file; a complete one is only re-verified).
-        let download = settings.downloadsDirectory + "/" + entry.sha256
+        let download = downloadPath(entry)
         job.publish(.downloading, bytesDone: Self.fileSize(download) ?? 0)
         try await pause(at: .downloading)
         if Self.fileSize(download) != entry.size {
@@ -148,7 +199,7 @@ extension AssetService {
             try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
             let single = entry.format == .file ? entry.files.values.first : nil
             let result = try await BlockingWork.run("earshot.extract") {
-                try ArchiveExtractor.extract(archive: download, format: entry.format, into: staging, maxBytes: entry.installedSize, singleFileName: single)
+                try ArchiveExtractor.extract(archive: download, format: entry.format, into: staging, limits: ExtractionLimits(maxBytes: entry.installedSize), singleFileName: single)
             }
             for (role, path) in entry.files where !FileManager.default.fileExists(atPath: staging + "/" + path) {
                 throw AssetError.verificationFailed("\(entry.id)@\(entry.version): the archive has no \(role) file at \(path)")
@@ -163,13 +214,16 @@ extension AssetService {
             }
             placed = final
             let committed = clock.now()
+            // Relative to the state directory, so the state directory can move.
+            let stored = settings.storedPath(final)
             try await database.write { db in
                 try db.execute("""
                     INSERT OR REPLACE INTO installed_assets (id, version, path, bytes, entry, current, installed_at, last_used, unneeded_since)
                     VALUES (?, ?, ?, ?, ?, 1, ?, ?, NULL)
-                    """, [.text(entry.id), .int(Int64(entry.version)), .text(final), .int(result.bytes), .blob(entryJSON), .double(committed), .double(committed)])
+                    """, [.text(entry.id), .int(Int64(entry.version)), .text(stored), .int(result.bytes), .blob(entryJSON), .double(committed), .double(committed)])
                 try db.execute("UPDATE installed_assets SET current = 0 WHERE id = ? AND version != ?", [.text(entry.id), .int(Int64(entry.version))])
                 try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
+                try db.execute("DELETE FROM resumable_downloads WHERE sha256 = ?", [.text(entry.sha256)])
             }
         } catch {
             try? FileManager.default.removeItem(atPath: staging)
@@ -215,6 +269,9 @@ extension AssetService {
         try systemCall("fsync(\(path))") { fsync(fd) }
     }
 
+    /// The download cache file of `entry` (shared by every asset with the same SHA-256).
+    func downloadPath(_ entry: CatalogAsset) -> String { settings.downloadsDirectory + "/" + entry.sha256 }
+
     static func fileSize(_ path: String) -> Int64? {
         var st = stat()
         return stat(path, &st) == 0 ? Int64(st.st_size) : nil
@@ -231,7 +288,8 @@ extension AssetService {
         unlink(path + ".meta")
     }
 
-    /// Maps the parts' typed errors to asset errors, in one place.
+    /// Maps the parts' typed errors to asset errors, in one place: any out-of-space condition
+    /// (``AssetError/isOutOfSpace(_:)``) is `insufficientStorage`.
     static func map(_ error: any Error, asset: CatalogAsset) -> AssetError {
         let name = "\(asset.id)@\(asset.version)"
         switch error {
@@ -240,18 +298,20 @@ extension AssetService {
             switch e {
             case .cancelled: return .cancelled("install of \(name)")
             case .insufficientStorage(let needed, let available): return .insufficientStorage(needed: needed, available: available, path: "the download cache")
+            case .io(let io) where AssetError.isOutOfSpace(e): return .insufficientStorage(needed: asset.size, available: 0, path: "the download cache (\(io.function))")
             default: return .downloadFailed("\(name): \(e)")
             }
         case let e as ExtractionError:
-            if case .io(let io) = e, io.errno == ENOSPC || io.errno == EDQUOT {
+            if case .io(let io) = e, AssetError.isOutOfSpace(e) {
                 return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the asset store (\(io.function))")
             }
             return .verificationFailed("\(name): archive rejected: \(e)")
-        case let e as DatabaseError where e.code & 0xFF == 13: // SQLITE_FULL: the state filesystem is full
-            return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the state database")
-        case let e as SystemError where e.errno == ENOSPC: return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the asset store (\(e.function))")
+        case let e as DatabaseError: return AssetError(e, database: "state.db")
+        case let e as SystemError where AssetError.isOutOfSpace(e): return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the asset store (\(e.function))")
         case is CancellationError: return .cancelled("install of \(name)")
-        default: return .internalError("\(name): \(error)")
+        default:
+            if AssetError.isOutOfSpace(error) { return .insufficientStorage(needed: asset.installedSize, available: 0, path: "the asset store") }
+            return .internalError("\(name): \(error)")
         }
     }
 }

@@ -5,11 +5,21 @@ import Foundation
 /// What garbage collection removed (or would remove, on a dry run).
 public struct GCReport: Sendable, Hashable {
     public var dryRun: Bool
+    /// Asset versions, then orphaned downloads (reason ``orphanedDownloadReason``, asset
+    /// `downloads/<name>`).
     public var removed: [GCRemovalInfo]
     public var expiredReservations: [ReservationInfo]
     public var freedBytes: Int64 { removed.reduce(0) { $0 + $1.bytes } }
+    /// The reason of a download-cache entry no job or resumable install needs.
+    public static let orphanedDownloadReason = "orphaned download"
+    /// The asset versions of ``removed``.
+    public var removedAssets: [GCRemovalInfo] { removed.filter { $0.reason != Self.orphanedDownloadReason } }
+    /// The orphaned downloads of ``removed``.
+    public var orphanedDownloads: [GCRemovalInfo] { removed.filter { $0.reason == Self.orphanedDownloadReason } }
     public var summary: String {
-        "\(dryRun ? "would remove" : "removed") \(removed.count) asset version(s) (\(freedBytes) bytes), \(expiredReservations.count) expired reservation(s)"
+        let assets = removedAssets, downloads = orphanedDownloads
+        return "\(dryRun ? "would remove" : "removed") \(assets.count) asset version(s) (\(assets.reduce(0) { $0 + $1.bytes }) bytes), "
+            + "\(downloads.count) orphaned download(s) (\(downloads.reduce(0) { $0 + $1.bytes }) bytes), \(expiredReservations.count) expired reservation(s)"
     }
 }
 
@@ -73,44 +83,110 @@ extension AssetService {
     /// Compares the database with `state/assets`: rows without a directory, directories without a
     /// row, leftovers in staging. With `repair` it fixes them (at start: a crash leaves exactly
     /// these); without, it throws `inconsistentState` (GC refuses to run then).
+    ///
+    /// Repair never deletes what it can re-identify: a row whose tree is missing claims the
+    /// unrecorded tree at its own `assets/<id>/<version>` when the stored path differs only by the
+    /// state directory prefix (a moved state directory) or the tree's content matches the row
+    /// (its entry's files, its byte count), else any unrecorded tree whose content matches; the
+    /// row is pointed at it. Only what matches no row is removed.
     func reconcile(repair: Bool) async throws {
-        let fm = FileManager.default
-        if repair, let leftovers = try? fm.contentsOfDirectory(atPath: settings.stagingDirectory) {
-            for name in leftovers { try fm.removeItem(atPath: settings.stagingDirectory + "/" + name) }
+        if repair {
+            let staging = settings.stagingDirectory
+            try await BlockingWork.run("earshot.repair") {
+                let fm = FileManager.default
+                for name in (try? fm.contentsOfDirectory(atPath: staging)) ?? [] { try fm.removeItem(atPath: staging + "/" + name) }
+            }
         }
-        let installed = try await installedAssets()
-        let known = Set(installed.map(\.path))
-        var problems: [String] = []
-        for asset in installed where !fm.fileExists(atPath: asset.path) {
-            problems.append("\(asset.key) is recorded but \(asset.path) is missing")
-            if repair {
+        let recorded = try await recordedInstalls()
+        let committing = Set(jobs.keys)
+        let assetsDirectory = settings.assetsDirectory
+        let scan = await BlockingWork.run("earshot.reconcile") {
+            StoreScan.consistency(of: recorded, assetsDirectory: assetsDirectory, committing: committing, reidentify: repair)
+        }
+        var problems = scan.lost.map { "\($0.key) is recorded but \($0.path) is missing" }
+        problems += scan.unrecorded.map { "\($0) is not recorded" }
+        guard repair else {
+            if !problems.isEmpty { throw AssetError.inconsistentState(problems.joined(separator: "; ")) }
+            return
+        }
+        let reidentified = scan.reidentified
+        try await BlockingWork.run("earshot.repair") { try StoreScan.moveIntoPlace(reidentified) }
+        let lost = scan.lost
+        try await database.write { [settings] db in
+            for item in reidentified {
+                try db.execute("UPDATE installed_assets SET path = ? WHERE id = ? AND version = ?",
+                               [.text(settings.storedPath(item.canonical)), .text(item.asset.entry.id), .int(Int64(item.asset.entry.version))])
+            }
+            for asset in lost {
+                try db.execute("DELETE FROM installed_assets WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
+            }
+        }
+        let unrecorded = scan.unrecorded
+        try await BlockingWork.run("earshot.repair") { try StoreScan.remove(unrecorded, assetsDirectory: assetsDirectory) }
+        for item in reidentified {
+            log("repaired: \(item.asset.key) was recorded at \(item.asset.path); re-identified its tree at \(item.found)\(item.found == item.canonical ? "" : ", moved to \(item.canonical)")")
+        }
+        for problem in problems { log("repaired: \(problem)") }
+    }
+
+    /// Every `installed_assets` row with its path as stored.
+    func recordedInstalls() async throws -> [RecordedInstall] {
+        let stored = try await database.read { db in
+            try db.execute("SELECT id, version, path FROM installed_assets").reduce(into: [String: String]()) { paths, row in
+                paths["\(row[0].text ?? "")@\(row[1].int ?? 0)"] = row[2].text ?? ""
+            }
+        }
+        return try await installedAssets().map { RecordedInstall(asset: $0, storedPath: stored[$0.key] ?? $0.path) }
+    }
+
+    // MARK: Download cache
+
+    /// Removes (or on a dry run only reports) the download-cache entries nothing needs: needed are
+    /// the downloads of running jobs, of jobs a previous run left unfinished (`install_jobs`), and
+    /// of installs cancelled mid-way (`resumable_downloads`) while their catalog asset is still
+    /// listed, not installed, and the cancellation is younger than the GC grace period. Everything
+    /// else goes: failed jobs' partials, planted files, half-written sidecars. Runs at start and
+    /// with every GC.
+    func sweepDownloads(dryRun: Bool) async throws -> [GCRemovalInfo] {
+        let now = clock.now()
+        let resumable = try await database.read { db in
+            try db.execute("SELECT sha256, id, version, since FROM resumable_downloads").map {
+                (sha256: $0[0].text ?? "", key: "\($0[1].text ?? "")@\($0[2].int ?? 0)", since: $0[3].double ?? 0)
+            }
+        }
+        let installed = Set(try await installedAssets().map(\.key))
+        let pending = try await pendingJobs().map(\.entry.sha256)
+        let listed = Set(catalogAssets.map { "\($0.sha256) \($0.id)@\($0.version)" })
+        var keeping = Set(pending)
+        for download in resumable where now - download.since < settings.gcGracePeriod
+            && listed.contains("\(download.sha256) \(download.key)") && !installed.contains(download.key) {
+            keeping.insert(download.sha256)
+        }
+        // Running jobs last, after every await: a job started meanwhile is seen.
+        keeping.formUnion(jobs.values.map(\.entry.sha256))
+        let directory = settings.downloadsDirectory
+        let needed = keeping
+        let sweep = await BlockingWork.run("earshot.gc.downloads") {
+            StoreScan.sweepDownloads(directory, keeping: needed, dryRun: dryRun)
+        }
+        if !dryRun {
+            let stale = resumable.map(\.sha256).filter { !needed.contains($0) || !sweep.present.contains($0) }
+            if !stale.isEmpty {
                 try await database.write { db in
-                    try db.execute("DELETE FROM installed_assets WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
+                    for sha256 in stale { try db.execute("DELETE FROM resumable_downloads WHERE sha256 = ?", [.text(sha256)]) }
                 }
             }
+            for orphan in sweep.orphans { log("removed orphaned download \(orphan.name) (\(orphan.bytes) bytes)") }
         }
-        let committing = Set(jobs.keys)
-        for id in (try? fm.contentsOfDirectory(atPath: settings.assetsDirectory)) ?? [] {
-            let dir = settings.assetsDirectory + "/" + id
-            // A running job renames its tree into place just before committing the row.
-            for version in (try? fm.contentsOfDirectory(atPath: dir)) ?? [] where !known.contains(dir + "/" + version) && !committing.contains("\(id)@\(version)") {
-                problems.append("\(dir)/\(version) is not recorded")
-                if repair { try fm.removeItem(atPath: dir + "/" + version) }
-            }
-            if repair, (try? fm.contentsOfDirectory(atPath: dir))?.isEmpty == true { try fm.removeItem(atPath: dir) }
-        }
-        if repair {
-            for problem in problems { log("repaired: \(problem)") }
-        } else if !problems.isEmpty {
-            throw AssetError.inconsistentState(problems.joined(separator: "; "))
-        }
+        return sweep.orphans.map { GCRemovalInfo(asset: "downloads/" + $0.name, bytes: $0.bytes, reason: GCReport.orphanedDownloadReason) }
     }
 
     // MARK: GC
 
     /// Mark and sweep: expires unused reservations, retires superseded versions nobody leases,
-    /// removes assets unneeded for the grace period, and evicts least recently used unneeded assets
-    /// while the store exceeds its budget. Refuses to run on inconsistent state.
+    /// removes assets unneeded for the grace period, evicts least recently used unneeded assets
+    /// while the store exceeds its budget, and sweeps orphaned downloads from the cache
+    /// (``sweepDownloads(dryRun:)``). Refuses to run on inconsistent state.
     public func collectGarbage(dryRun: Bool) async throws -> GCReport {
         try await reconcile(repair: false)
         let now = clock.now()
@@ -147,8 +223,11 @@ extension AssetService {
                 total -= asset.bytes
             }
         }
-        let report = GCReport(dryRun: dryRun, removed: removals.map { GCRemovalInfo(asset: $0.0.key, bytes: $0.0.bytes, reason: $0.1) }, expiredReservations: expired)
-        guard !dryRun else { return report }
+        var report = GCReport(dryRun: dryRun, removed: removals.map { GCRemovalInfo(asset: $0.0.key, bytes: $0.0.bytes, reason: $0.1) }, expiredReservations: expired)
+        guard !dryRun else {
+            report.removed += try await sweepDownloads(dryRun: true)
+            return report
+        }
 
         let removedKeys = Set(removals.map(\.0.key))
         let (marked, cleared) = (newlyUnneeded, needed)
@@ -165,6 +244,7 @@ extension AssetService {
         }
         try await remove(removals.map(\.0))
         if !expired.isEmpty { try await cancelUnneededJobs() }
+        report.removed += try await sweepDownloads(dryRun: false)
         return report
     }
 

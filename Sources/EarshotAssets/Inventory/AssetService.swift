@@ -48,11 +48,26 @@ public struct AssetSettings: Sendable {
     var assetsDirectory: String { stateDirectory + "/assets" }
     var stagingDirectory: String { stateDirectory + "/staging" }
     var downloadsDirectory: String { cacheDirectory + "/downloads" }
+
+    /// Where `asset@version` is installed.
+    func installDirectory(id: String, version: Int) -> String { assetsDirectory + "/\(id)/\(version)" }
+
+    /// `path` as `installed_assets` stores it: relative to the state directory when inside it, so
+    /// the state directory can move.
+    func storedPath(_ path: String) -> String {
+        path.hasPrefix(stateDirectory + "/") ? String(path.dropFirst(stateDirectory.count + 1)) : path
+    }
+
+    /// The absolute path of a stored one (relative paths are below the state directory).
+    func resolvedPath(_ stored: String) -> String {
+        stored.hasPrefix("/") ? stored : stateDirectory + "/" + stored
+    }
 }
 
 /// An installed asset version as the store records it.
 public struct InstalledAsset: Sendable, Hashable, Codable {
     public var entry: CatalogAsset
+    /// The installed directory (absolute; the store keeps it relative to the state directory).
     public var path: String
     public var bytes: Int64
     /// Whether this is the version new sessions use (updates install side by side, then switch).
@@ -69,7 +84,7 @@ public struct InstalledAsset: Sendable, Hashable, Codable {
 /// parts (downloads, hashing, extraction, SQLite) run on their own threads and queues.
 public actor AssetService {
     let settings: AssetSettings
-    let database: Database
+    let database: InventoryStore
     let clock: any WallClock
     let downloader = Downloader()
     /// Merged assets of every verified catalog.
@@ -93,12 +108,13 @@ public actor AssetService {
         self.settings = settings
         self.clock = clock
         self.log = log
-        database = try Database(path: settings.stateDirectory + "/state.db", migrations: Schema.migrations)
+        database = try InventoryStore(directory: settings.stateDirectory)
         (jobQueue, jobSubmitter) = AsyncStream.makeStream(of: InstallJob.self)
     }
 
-    /// Loads keys and stored catalogs, cleans staging, removes what a crash left uncommitted, and
-    /// queues unfinished install jobs. Call once before ``run()``.
+    /// Loads keys and stored catalogs, cleans staging, repairs what a crash left uncommitted
+    /// (re-identifying trees rather than deleting them), sweeps orphaned downloads, and queues
+    /// unfinished install jobs. Call once before ``run()``.
     public func start() async throws {
         reloadKeys()
         try await loadStoredCatalogs()
@@ -106,6 +122,11 @@ public actor AssetService {
         // Local sources load before the daemon answers anyone; remote ones in run().
         if settings.catalogURLs.contains(where: { catalogs[$0] == nil && $0.lowercased().hasPrefix("file:") }) {
             await refreshMissingCatalogs()
+        }
+        do {
+            _ = try await sweepDownloads(dryRun: false)
+        } catch {
+            log("cleaning the download cache failed: \(error)")
         }
         for pending in try await pendingJobs() {
             log("resuming install of \(pending.entry.id)@\(pending.entry.version)")
@@ -166,21 +187,38 @@ public actor AssetService {
         let chosen: [CatalogAsset]
         if let requested = module.locale {
             guard let tag = LocaleTag(requested) else { throw .unsupportedLocale(requested) }
-            let supported = Set(candidates.flatMap(\.locales).compactMap(LocaleTag.init))
-            guard let match = LocaleTag.bestMatch(for: tag, in: supported.sorted { $0.description < $1.description }) else {
-                throw .unsupportedLocale(requested)
-            }
-            chosen = candidates.filter { $0.locales.compactMap(LocaleTag.init).contains(match) }
+            // Every asset with a locale that serves the request competes (a multilingual `en` asset
+            // serves `en-US` beside an `en-US` one); preference decides between them.
+            chosen = candidates.filter { LocaleTag.bestMatch(for: tag, in: $0.locales.compactMap(LocaleTag.init)) != nil }
+            guard !chosen.isEmpty else { throw .unsupportedLocale(requested) }
         } else {
             chosen = candidates.filter { $0.locales.isEmpty }
         }
         let hints = Set(module.contentHints)
-        let usable = chosen.filter { hints.isSubset(of: Set($0.capabilities.contentHints)) }
-        guard let best = usable.max(by: { score($0, for: module) < score($1, for: module) }) else {
+        let translates = module.transcriptionOptions.contains(ModuleConfiguration.translateOption)
+        let usable = chosen.filter { hints.isSubset(of: Set($0.capabilities.contentHints)) && (!translates || $0.capabilities.translation) }
+        guard let best = usable.max(by: { Self.preference($0, for: module).lexicographicallyPrecedes(Self.preference($1, for: module)) }) else {
             if chosen.isEmpty, let locale = module.locale { throw .unsupportedLocale(locale) }
+            if translates, !chosen.contains(where: \.capabilities.translation) {
+                throw .unsupportedModule("no \(module.kind.rawValue) asset for \(module.locale ?? "this locale") can translate")
+            }
             throw .unsupportedModule("\(module.kind.rawValue) module with content hints \(module.contentHints)")
         }
         return best
+    }
+
+    /// How well an asset fits what a module asks for, compared lexicographically: the capabilities
+    /// its options use, then whether the catalog prefers it for the module's preset, then its
+    /// catalog rank, then its version.
+    static func preference(_ asset: CatalogAsset, for module: ModuleConfiguration) -> [Int] {
+        let caps = asset.capabilities
+        var fit = 0
+        if module.reportingOptions.contains("volatileResults") || module.preset?.hasPrefix("progressive") == true, caps.streaming { fit += 8 }
+        if module.reportingOptions.contains("alternativeTranscriptions"), caps.alternatives { fit += 4 }
+        if module.attributeOptions.contains("audioTimeRange"), caps.timeRanges { fit += 2 }
+        if module.attributeOptions.contains("transcriptionConfidence"), caps.confidence { fit += 1 }
+        let preferred = module.preset.map { asset.preferredPresets.contains($0) } ?? false
+        return [fit, preferred ? 1 : 0, asset.rank, asset.version]
     }
 
     /// Engines whose sessions are cut into speech segments by voice activity detection: their
@@ -192,17 +230,6 @@ public actor AssetService {
         let own = try resolve(module)
         guard Self.enginesNeedingDetector.contains(own.engine), let detector = try? resolve(ModuleConfiguration(kind: .detector, locale: nil)) else { return [own] }
         return [own, detector]
-    }
-
-    /// How well an asset fits what a module asks for; higher is better, version breaks ties.
-    private func score(_ asset: CatalogAsset, for module: ModuleConfiguration) -> Int {
-        let caps = asset.capabilities
-        var score = 0
-        if module.reportingOptions.contains("volatileResults") || module.preset?.hasPrefix("progressive") == true, caps.streaming { score += 8 }
-        if module.reportingOptions.contains("alternativeTranscriptions"), caps.alternatives { score += 4 }
-        if module.attributeOptions.contains("audioTimeRange"), caps.timeRanges { score += 2 }
-        if module.attributeOptions.contains("transcriptionConfidence"), caps.confidence { score += 1 }
-        return score * 1_000_000 + asset.version
     }
 
     /// Installed versions of `assetID`, newest first.
@@ -244,12 +271,12 @@ public actor AssetService {
 
     /// Every installed asset version.
     public func installedAssets() async throws -> [InstalledAsset] {
-        try await database.read { db in
+        try await database.read { [settings] db in
             try db.execute("SELECT entry, path, bytes, current, installed_at, last_used, unneeded_since FROM installed_assets ORDER BY id, version").map { row in
                 guard let json = row[0].blob, let entry = try? JSONDecoder().decode(CatalogAsset.self, from: Data(json)) else {
                     throw AssetError.inconsistentState("unreadable installed_assets entry")
                 }
-                return InstalledAsset(entry: entry, path: row[1].text ?? "", bytes: row[2].int ?? 0, current: row[3].int == 1,
+                return InstalledAsset(entry: entry, path: settings.resolvedPath(row[1].text ?? ""), bytes: row[2].int ?? 0, current: row[3].int == 1,
                                       installedAt: row[4].double ?? 0, lastUsed: row[5].double ?? 0, unneededSince: row[6].double)
             }
         }

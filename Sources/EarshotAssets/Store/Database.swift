@@ -28,12 +28,35 @@ public enum SQLValue: Sendable, Hashable {
     }
 }
 
-/// A failed SQLite call: the function, SQLite's result code and message.
-public struct DatabaseError: Error, Sendable, CustomStringConvertible {
+/// A failed SQLite call: the function, SQLite's (extended) result code and message, and the
+/// `errno` of the system call that failed underneath, if any.
+public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible {
     public var function: String
+    /// The extended result code (`SQLITE_IOERR_WRITE`, …); ``primaryCode`` is its low byte.
     public var code: Int32
     public var message: String
-    public var description: String { "\(function): \(message) (SQLite \(code))" }
+    /// `sqlite3_system_errno` after the failure (0 when no system call failed).
+    public var systemErrno: Int32
+
+    public init(function: String, code: Int32, message: String, systemErrno: Int32 = 0) {
+        self.function = function
+        self.code = code
+        self.message = message
+        self.systemErrno = systemErrno
+    }
+
+    /// The primary result code (`SQLITE_FULL`, `SQLITE_IOERR`, …).
+    public var primaryCode: Int32 { code & 0xFF }
+
+    /// Whether the filesystem holding the database is out of space or quota: `SQLITE_FULL`
+    /// ("database or disk is full"), or an I/O error whose system call failed with `ENOSPC`/`EDQUOT`.
+    public var isStorageFull: Bool {
+        primaryCode == SQLITE_FULL || systemErrno == ENOSPC || systemErrno == EDQUOT
+    }
+
+    public var description: String {
+        "\(function): \(message) (SQLite \(code)\(systemErrno != 0 ? ", errno \(systemErrno)" : ""))"
+    }
 }
 
 /// State stored in SQLite through one handle owned by a serial queue: every statement runs there,
@@ -49,12 +72,14 @@ public final class Database: @unchecked Sendable {
         let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let system = db.map { sqlite3_system_errno($0) } ?? 0
             sqlite3_close(db)
-            throw DatabaseError(function: "sqlite3_open_v2(\(path))", code: rc, message: message)
+            throw DatabaseError(function: "sqlite3_open_v2(\(path))", code: rc, message: message, systemErrno: system)
         }
         handle = db
         let connection = SQLiteConnection(handle: db)
         do {
+            sqlite3_extended_result_codes(db, 1)
             sqlite3_busy_timeout(db, 5000)
             try connection.execute("PRAGMA journal_mode=WAL")
             try connection.execute("PRAGMA synchronous=FULL")
@@ -151,7 +176,7 @@ public struct SQLiteConnection {
         if rc != SQLITE_OK {
             let message = error.map { String(cString: $0) } ?? "error"
             sqlite3_free(error)
-            throw DatabaseError(function: "sqlite3_exec", code: rc, message: message)
+            throw DatabaseError(function: "sqlite3_exec", code: rc, message: message, systemErrno: sqlite3_system_errno(handle))
         }
     }
 
@@ -185,7 +210,7 @@ public struct SQLiteConnection {
 
     private func check(_ function: String, _ rc: Int32) throws {
         guard rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE else {
-            throw DatabaseError(function: function, code: rc, message: String(cString: sqlite3_errmsg(handle)))
+            throw DatabaseError(function: function, code: rc, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle))
         }
     }
 }

@@ -44,5 +44,20 @@ enum Schema {
             PRIMARY KEY (id, version)
         );
         """,
+        // 2: installed paths relative to the state directory (so it can move): every absolute
+        // `<old state dir>/assets/<id>/<version>` becomes `assets/<id>/<version>`, whatever the old
+        // prefix. Partial downloads kept for a later resume (installs cancelled mid-way), keyed by
+        // their cache name; the download cache sweep keeps only these and those of pending jobs.
+        """
+        UPDATE installed_assets SET path = 'assets/' || id || '/' || version
+            WHERE substr(path, 1, 1) = '/'
+              AND substr(path, -length('/assets/' || id || '/' || version)) = '/assets/' || id || '/' || version;
+        CREATE TABLE resumable_downloads (
+            sha256 TEXT PRIMARY KEY,
+            id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            since REAL NOT NULL
+        );
+        """,
     ]
 }

@@ -8,12 +8,15 @@ public struct Transcription: Sendable, Hashable {
     public var alternatives: [String]
     /// Overall confidence in [0, 1], when known.
     public var confidence: Double?
+    /// BCP-47 language of the speech, when the engine identified it.
+    public var language: String?
 
-    public init(text: String, words: [RecognizedWord] = [], alternatives: [String] = [], confidence: Double? = nil) {
+    public init(text: String, words: [RecognizedWord] = [], alternatives: [String] = [], confidence: Double? = nil, language: String? = nil) {
         self.text = text
         self.words = words
         self.alternatives = alternatives
         self.confidence = confidence
+        self.language = language
     }
 }
 

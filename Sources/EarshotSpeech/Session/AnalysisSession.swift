@@ -308,7 +308,8 @@ public final class AnalysisSession: @unchecked Sendable {
         if final, text.isEmpty { runs = [] }
         let finalization = final ? range.end : time(at: openStart)
         emit(.result(AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: finalization, isFinal: final,
-                                    runs: runs, alternatives: module.wantsAlternatives ? transcription.alternatives : [])))
+                                    runs: runs, alternatives: module.wantsAlternatives ? transcription.alternatives : [],
+                                    language: transcription.language)))
         if !final { updateVolatileRange(WireTimeRange(start: range.start, end: range.end)) }
     }
 

@@ -110,7 +110,7 @@ public actor SpeechService {
             var modules: [SessionModule] = []
             for (index, entry) in plan.modules.enumerated() {
                 let engine = try await engine(for: entry.configuration, asset: entry.asset, context: plan.context)
-                if case .segments = engine { keys.append(Self.cacheKey(entry.asset, threads: settings.inferenceThreads)) }
+                if case .segments = engine { keys.append(Self.cacheKey(entry.asset, configuration: entry.configuration, threads: settings.inferenceThreads)) }
                 modules.append(SessionModule(index: index, configuration: entry.configuration, engine: engine))
             }
             let sensitivity = plan.modules.first { $0.configuration.kind == .detector }?.configuration.sensitivity.flatMap(VoiceSensitivity.init) ?? .medium
@@ -137,8 +137,9 @@ public actor SpeechService {
                 throw WireError(.notInstalled, "\(asset.key) lacks encoder, decoder or tokens")
             }
             let threads = settings.inferenceThreads
-            let model = try await cache.acquire(Self.cacheKey(asset, threads: threads)) {
-                let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), numThreads: threads)
+            let (language, task) = try Self.whisperSettings(configuration)
+            let model = try await cache.acquire(Self.cacheKey(asset, configuration: configuration, threads: threads)) {
+                let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), language: language, task: task, numThreads: threads)
                 return (model, model.memoryBytes)
             }
             return .segments(GatedTranscriber(model: model, gate: decodeGate))
@@ -163,7 +164,7 @@ public actor SpeechService {
         do {
             for (index, module) in modules.enumerated() {
                 let engine = try await engine(for: module.configuration, asset: module.asset, context: entry.plan.context)
-                if case .segments = engine { keys.append(Self.cacheKey(module.asset, threads: settings.inferenceThreads)) }
+                if case .segments = engine { keys.append(Self.cacheKey(module.asset, configuration: module.configuration, threads: settings.inferenceThreads)) }
                 built.append(SessionModule(index: index, configuration: module.configuration, engine: engine))
             }
         } catch {
@@ -185,8 +186,26 @@ public actor SpeechService {
         sessions[id] = entry
     }
 
-    /// Models are shared between sessions that load the same asset with the same settings.
-    static func cacheKey(_ asset: ModelAsset, threads: Int) -> String { "\(asset.key)/threads=\(threads)" }
+    /// Models are shared between sessions that load the same asset with the same settings: for
+    /// Whisper the language (or identification, `und`) and task are part of the loaded recognizer.
+    static func cacheKey(_ asset: ModelAsset, configuration: ModuleConfiguration, threads: Int) -> String {
+        guard asset.engine == "sherpa-onnx-whisper", let (language, task) = try? whisperSettings(configuration) else {
+            return "\(asset.key)/threads=\(threads)"
+        }
+        return "\(asset.key)/\(language ?? LocaleTag.undetermined)/\(task.rawValue)/threads=\(threads)"
+    }
+
+    /// The Whisper language (nil: identify it) and task for a module: its locale's language, or
+    /// identification for `und`; translation when the module asks for it.
+    static func whisperSettings(_ configuration: ModuleConfiguration) throws -> (String?, WhisperModel.Task) {
+        let task: WhisperModel.Task = configuration.transcriptionOptions.contains(ModuleConfiguration.translateOption) ? .translate : .transcribe
+        let locale = configuration.locale ?? "en"
+        if LocaleTag(locale)?.language == LocaleTag.undetermined { return (nil, task) }
+        guard let code = WhisperLanguage.whisperCode(for: locale) else {
+            throw WireError(.unsupportedLocale, "Whisper does not transcribe \(locale)")
+        }
+        return (code, task)
+    }
 
     /// The session with `id`.
     public func session(_ id: String) -> AnalysisSession? { sessions[id]?.session }
@@ -213,7 +232,7 @@ public actor SpeechService {
     public func prepare(_ plan: SessionPlan) async throws {
         for (configuration, asset) in plan.modules where asset.engine == "sherpa-onnx-whisper" {
             if case .segments = try await engine(for: configuration, asset: asset, context: plan.context) {
-                await cache.release(Self.cacheKey(asset, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner)
+                await cache.release(Self.cacheKey(asset, configuration: configuration, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner)
             }
         }
     }

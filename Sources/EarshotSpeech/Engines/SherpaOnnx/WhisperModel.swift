@@ -60,10 +60,19 @@ public final class WhisperModel: @unchecked Sendable {
     /// Whisper stream and silently drops the rest, so longer input is rejected instead.
     public static let maximumDuration: Double = 29.5
 
+    /// What a Whisper model is asked to do with speech.
+    public enum Task: String, Sendable, Hashable {
+        /// Text in the language spoken.
+        case transcribe
+        /// Text in English, whatever the language spoken (multilingual models only).
+        case translate
+    }
+
     public let files: Files
-    /// Whisper language code given to the model ("en"; English-only exports ignore it). A code a
-    /// multilingual model does not list makes sherpa-onnx exit the process: validate it first.
-    public let language: String
+    /// Whisper language code given to the model (``WhisperLanguage/whisperCodes``), or nil to have a
+    /// multilingual model identify the language of each decode. English-only exports ignore it.
+    public let language: String?
+    public let task: Task
     /// ONNX Runtime threads per decode.
     public let numThreads: Int
     /// Whether decodes may run concurrently (see the type's documentation).
@@ -79,16 +88,20 @@ public final class WhisperModel: @unchecked Sendable {
     private let recognizer: OpaquePointer
     private let serial = NSLock()
 
-    /// Loads the model. Blocking.
-    public init(files: Files, language: String = "en", numThreads: Int = 2, concurrentDecoding: Bool = true) throws(SherpaOnnxError) {
+    /// Loads the model. Blocking. `language` must be one of ``WhisperLanguage/whisperCodes`` (a code
+    /// a multilingual model does not know would end the process inside sherpa-onnx), or nil.
+    public init(files: Files, language: String? = "en", task: Task = .transcribe, numThreads: Int = 2, concurrentDecoding: Bool = true) throws(SherpaOnnxError) {
         for path in [files.encoder, files.decoder, files.tokens] where !FileManager.default.isReadableFile(atPath: path) {
             throw .missingFile(path)
         }
         guard numThreads > 0 else { throw .invalidInput("numThreads must be positive, not \(numThreads)") }
+        if let language, !WhisperLanguage.whisperCodes.contains(language) {
+            throw .invalidInput("Whisper has no language \"\(language)\"")
+        }
         let started = Date()
         let residentBefore = ProcessFacts.residentBytes()
         let made: OpaquePointer? = SherpaOnnxSupport.withCStrings([
-            files.encoder, files.decoder, files.tokens, language, "transcribe", "cpu", "greedy_search",
+            files.encoder, files.decoder, files.tokens, language ?? "", task.rawValue, "cpu", "greedy_search",
         ]) { strings in
             var config = SherpaOnnxOfflineRecognizerConfig()
             config.feat_config.sample_rate = 16000
@@ -96,6 +109,7 @@ public final class WhisperModel: @unchecked Sendable {
             config.model_config.whisper.encoder = strings[0]
             config.model_config.whisper.decoder = strings[1]
             config.model_config.tokens = strings[2]
+            // Empty: multilingual models identify the language of each decode.
             config.model_config.whisper.language = strings[3]
             config.model_config.whisper.task = strings[4]
             // Token times come from cross-attention where the export provides it; ignored otherwise.
@@ -109,10 +123,11 @@ public final class WhisperModel: @unchecked Sendable {
         recognizer = made
         self.files = files
         self.language = language
+        self.task = task
         self.numThreads = numThreads
         self.concurrentDecoding = concurrentDecoding
         // Warm up: ONNX Runtime allocates its working memory on the first run.
-        _ = Self.decode(made, [Float](repeating: 0, count: 16000), sampleRate: 16000)
+        _ = Self.decode(made, [Float](repeating: 0, count: 16000), sampleRate: 16000, language: language)
         let grown = ProcessFacts.residentBytes() - residentBefore
         memoryBytes = grown > 0 ? grown : files.byteCount
         loadSeconds = Date().timeIntervalSince(started)
@@ -132,49 +147,85 @@ public final class WhisperModel: @unchecked Sendable {
         guard sampleRate > 0, sampleRate <= 1_000_000 else { throw .invalidInput("sample rate \(sampleRate)") }
         let seconds = Double(samples.count) / Double(sampleRate)
         guard seconds <= Self.maximumDuration else { throw .inputTooLong(seconds: seconds, limit: Self.maximumDuration) }
-        if samples.isEmpty { return Transcription(text: "") }
-        if concurrentDecoding { return Self.decode(recognizer, samples, sampleRate: sampleRate) }
+        if samples.isEmpty { return Transcription(text: "", language: language.flatMap(WhisperLanguage.bcp47(forWhisperCode:))) }
+        if concurrentDecoding { return Self.decode(recognizer, samples, sampleRate: sampleRate, language: language) }
         serial.lock()
         defer { serial.unlock() }
-        return Self.decode(recognizer, samples, sampleRate: sampleRate)
+        return Self.decode(recognizer, samples, sampleRate: sampleRate, language: language)
     }
 
     /// One decode on a stream of its own.
-    private static func decode(_ recognizer: OpaquePointer, _ samples: [Float], sampleRate: Int) -> Transcription {
+    private static func decode(_ recognizer: OpaquePointer, _ samples: [Float], sampleRate: Int, language: String?) -> Transcription {
         let stream = SherpaOnnxCreateOfflineStream(recognizer)
         defer { SherpaOnnxDestroyOfflineStream(stream) }
         samples.withUnsafeBufferPointer {
             SherpaOnnxAcceptWaveformOffline(stream, Int32(sampleRate), $0.baseAddress, Int32($0.count))
         }
         SherpaOnnxDecodeOfflineStream(recognizer, stream)
+        let duration = Double(samples.count) / Double(sampleRate)
         guard let result = SherpaOnnxGetOfflineStreamResult(stream) else { return Transcription(text: "") }
         defer { SherpaOnnxDestroyOfflineRecognizerResult(result) }
-        return transcription(from: result.pointee)
+        var transcription = transcription(from: result.pointee, duration: duration)
+        // The configured language, else the one the model identified.
+        let identified = result.pointee.lang.map { String(cString: $0) }.flatMap(WhisperLanguage.bcp47(forWhisperCode:))
+        transcription.language = language.flatMap(WhisperLanguage.bcp47(forWhisperCode:)) ?? identified
+        return transcription
     }
 
-    /// Text, and words with times when the export gives token timestamps (Whisper tokens that
-    /// start with a space begin a word).
-    private static func transcription(from result: SherpaOnnxOfflineRecognizerResult) -> Transcription {
+    /// Text, and words with times and confidences when the export gives token timestamps (Whisper
+    /// tokens that start with a space begin a word). A word ends where its last token ends (token
+    /// durations), else where the next word starts, else at the end of the audio.
+    static func transcription(from result: SherpaOnnxOfflineRecognizerResult, duration: Double) -> Transcription {
         let text = result.text.map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let count = Int(result.count)
+        var tokens: [WhisperToken] = []
+        if let times = result.timestamps, let pieces = result.tokens_arr, count > 0 {
+            for index in 0..<count {
+                guard let piece = pieces[index].map({ String(cString: $0) }) else { continue }
+                tokens.append(WhisperToken(text: piece, start: Double(times[index]),
+                                           duration: result.durations.map { Double($0[index]) },
+                                           logProbability: result.ys_log_probs.map { Double($0[index]) }))
+            }
+        }
         var confidence: Double?
-        if let logProbs = result.ys_log_probs, result.count > 0 {
-            let mean = (0..<Int(result.count)).reduce(0.0) { $0 + Double(logProbs[$1]) } / Double(result.count)
-            confidence = exp(mean)
+        if let logProbs = result.ys_log_probs, count > 0 {
+            confidence = exp((0..<count).reduce(0.0) { $0 + Double(logProbs[$1]) } / Double(count))
+        }
+        return Transcription(text: text, words: WhisperToken.words(tokens, duration: duration), confidence: confidence)
+    }
+}
+
+/// One decoded Whisper token with its time, as sherpa-onnx reports it.
+struct WhisperToken: Sendable, Hashable {
+    var text: String
+    /// Seconds from the start of the decoded audio.
+    var start: Double
+    var duration: Double?
+    var logProbability: Double?
+
+    /// Groups tokens into words: a token that starts with white space begins a word; the others
+    /// (word pieces, punctuation) continue the current one. Times are clamped to
+    /// `[0, duration]` and made monotonic; a word's confidence is the geometric mean of its
+    /// tokens' probabilities.
+    static func words(_ tokens: [WhisperToken], duration: Double) -> [RecognizedWord] {
+        var groups: [[WhisperToken]] = []
+        for token in tokens where !token.text.isEmpty {
+            if token.text.first?.isWhitespace == true || groups.isEmpty { groups.append([token]) } else { groups[groups.count - 1].append(token) }
         }
         var words: [RecognizedWord] = []
-        if let times = result.timestamps, let tokens = result.tokens_arr, result.count > 0 {
-            for index in 0..<Int(result.count) {
-                guard let token = tokens[index].map({ String(cString: $0) }), !token.isEmpty else { continue }
-                let start = Double(times[index])
-                if token.first?.isWhitespace == true || words.isEmpty {
-                    if !words.isEmpty, words[words.count - 1].end == nil { words[words.count - 1].end = start }
-                    words.append(RecognizedWord(text: token.trimmingCharacters(in: .whitespaces), start: start))
-                } else {
-                    words[words.count - 1].text += token
-                }
-            }
-            words.removeAll { $0.text.isEmpty }
+        var floor = 0.0
+        for (index, group) in groups.enumerated() {
+            let text = group.map(\.text).joined().trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty, let first = group.first, let last = group.last else { continue }
+            let start = min(max(first.start, floor), duration)
+            let nextStart = index + 1 < groups.count ? groups[index + 1].first?.start : nil
+            var end = last.duration.map { last.start + $0 } ?? nextStart ?? duration
+            end = min(max(end, start), duration)
+            floor = start
+            let logProbabilities = group.compactMap(\.logProbability)
+            let confidence = logProbabilities.isEmpty ? nil : exp(logProbabilities.reduce(0, +) / Double(logProbabilities.count))
+            words.append(RecognizedWord(text: text, start: start, end: end, confidence: confidence))
         }
-        return Transcription(text: text, words: words, confidence: confidence)
+        return words
     }
 }

@@ -1,0 +1,623 @@
+#!/usr/bin/env python3
+"""Convert a CTranslate2 Whisper model into the int8 ONNX layout that sherpa-onnx loads.
+
+Input: a CTranslate2 model directory (model.bin in binary format v5/v6, vocabulary.txt,
+config.json), as shipped by faster-whisper style packages.  Output, in OUT_DIR:
+
+  PREFIX-encoder.int8.onnx
+      input   mel                      (N, n_mels, T)              float32
+      outputs n_layer_cross_k          (n_text_layer, N, T/2, n_text_state)
+              n_layer_cross_v          (n_text_layer, N, T/2, n_text_state)
+      metadata: every key sherpa-onnx's OfflineWhisperModel reads (n_mels, n_text_*, sot, eot,
+      sot_sequence, all_language_tokens/codes, no_timestamps, ...) plus the token-timestamp keys
+      n_alignment_heads and alignment_heads ("layer:head,...") and version "2".
+
+  PREFIX-decoder.int8.onnx
+      inputs  tokens (N, n) int64, in_n_layer_self_k_cache, in_n_layer_self_v_cache
+              (n_text_layer, N, n_text_ctx, n_text_state), n_layer_cross_k, n_layer_cross_v,
+              offset (1,) int64
+      outputs logits                   (N, n, n_vocab)
+              out_n_layer_self_k_cache, out_n_layer_self_v_cache
+              cross_attention_weights  (N, n_alignment_heads, n, T/2)  float32
+
+  PREFIX-tokens.txt   "<base64 of the token's bytes> <id>" for every regular token id < eot.
+
+Token timestamps: sherpa-onnx treats a decoder with a 4th output as "has attention output"
+(it binds outputs by position, not by name) and reads n_alignment_heads from the encoder
+metadata.  The 4th output holds, for each alignment head of the CT2 config.json key
+`alignment_heads` (sorted by layer, then head), the cross-attention *probabilities*
+(softmax over the audio-frame axis, taken over all T/2 encoder frames) of every input token.
+sherpa-onnx's DTW clips them to the real audio length, re-normalizes, z-scores and median
+filters them itself.
+
+The graphs are written with the onnx helper API directly from the numpy weights (opset 17,
+IR 8); neither torch nor openai-whisper is needed.  The math is openai-whisper's model.py with
+sherpa-onnx's export changes (encoder positional embedding sliced to the input length, so any
+T <= 3000 works).  int8 files are made by onnxruntime's quantize_dynamic (MatMul weights, QInt8,
+per-channel scales) and, on top of that:
+  * the tied token embedding / output projection is stored once as int8 with a per-row scale;
+    the lookup dequantizes the rows it needs, the logits multiply the dynamically quantized
+    decoder state with it (DynamicQuantizeLinear + MatMulInteger), so it stays int8 in memory;
+  * conv kernels and positional embeddings are stored as float16 (the CT2 source is float16, so
+    this is lossless) and cast to float32 in the graph;
+  * decoder cross-attention reads K/V in their stored (N, T, D) layout through a block-diagonal
+    query matrix (no per-step transposes of the 1500-frame K/V); the self-attention caches are
+    updated with one ScatterND.
+
+The output is deterministic: the same input and the same numpy/onnx/onnxruntime versions give
+byte-identical files (intermediate files live in a private temporary directory whose name
+never reaches the output).
+
+Usage:
+  whisper-ct2-to-sherpa-onnx.py --model-dir CT2_DIR --out-dir OUT --name base [--prefix base]
+                                [--fp32-dir DIR]
+"""
+
+import argparse
+import base64
+import json
+import logging
+import os
+import re
+import shutil
+import struct
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8
+PRODUCER = "earshot-whisper-ct2-to-sherpa-onnx"
+
+
+# ---------------------------------------------------------------------------------------------
+# CTranslate2 model.bin reader (binary format, see ctranslate2/specs/model_spec.py)
+# ---------------------------------------------------------------------------------------------
+CT2_DTYPES = ["float32", "int8", "int16", "int32", "float16", "bfloat16"]
+
+
+def read_ct2(path):
+    """Return {variable name: numpy array} of a CTranslate2 WhisperSpec model.bin.
+
+    Arrays are zero-copy views into the file contents; aliases map to their target array.
+    """
+    with open(path, "rb") as f:
+        buf = f.read()
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        (v,) = struct.unpack_from(fmt, buf, pos)
+        pos += struct.calcsize(fmt)
+        return v
+
+    def string():
+        nonlocal pos
+        n = take("<H")  # length including the trailing NUL
+        s = buf[pos : pos + n - 1].decode("utf-8")
+        pos += n
+        return s
+
+    version = take("<I")
+    if version < 5:
+        raise ValueError(f"{path}: unsupported CTranslate2 binary version {version}")
+    spec = string()
+    if spec != "WhisperSpec":
+        raise ValueError(f"{path}: not a Whisper model (spec {spec!r})")
+    take("<I")  # spec revision
+    variables = {}
+    for _ in range(take("<I")):
+        name = string()
+        dims = [take("<I") for _ in range(take("<B"))]
+        dtype = CT2_DTYPES[take("<B")]
+        nbytes = take("<I")
+        if dtype == "bfloat16":
+            raw = np.frombuffer(buf, dtype=np.uint16, count=nbytes // 2, offset=pos)
+            arr = (raw.astype(np.uint32) << 16).view(np.float32)
+        else:
+            arr = np.frombuffer(buf, dtype=dtype, count=nbytes // np.dtype(dtype).itemsize, offset=pos)
+        variables[name] = arr.reshape(dims)
+        pos += nbytes
+    for _ in range(take("<I")):
+        alias = string()
+        variables[alias] = variables[string()]
+    return variables
+
+
+def f32(a):
+    return np.ascontiguousarray(np.asarray(a, dtype=np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph builder
+# ---------------------------------------------------------------------------------------------
+class Graph:
+    """Collects nodes and initializers; every generated name is numbered, so it is deterministic."""
+
+    def __init__(self, name, half_storage):
+        self.name = name
+        self.half_storage = half_storage
+        self.nodes, self.inits = [], []
+        self.counter = 0
+        self.consts = {}
+
+    def fresh(self, base):
+        self.counter += 1
+        return f"{base}_{self.counter}"
+
+    def init(self, name, arr):
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))  # (keeps 0-d scalars 0-d)
+        return name
+
+    def init_float(self, name, arr):
+        """A float tensor that is not a MatMul weight (conv kernels, positional embeddings).
+
+        With half_storage, large ones are stored as float16 and cast to float32 in the graph
+        (onnxruntime folds the Cast when the session is created)."""
+        arr = f32(arr)
+        if self.half_storage and arr.size >= 4096:
+            return self.op("Cast", [self.init(name + ".fp16", arr.astype(np.float16))], to=TensorProto.FLOAT)
+        return self.init(name, arr)
+
+    def i64(self, vals):
+        key = ("i64", tuple(vals) if isinstance(vals, (list, tuple)) else vals)
+        if key not in self.consts:
+            self.consts[key] = self.init(self.fresh("c_i64"), np.array(vals, dtype=np.int64))
+        return self.consts[key]
+
+    def f(self, val):
+        key = ("f32", val)
+        if key not in self.consts:
+            self.consts[key] = self.init(self.fresh("c_f32"), np.array(val, dtype=np.float32))
+        return self.consts[key]
+
+    def op(self, op_type, inputs, n_out=1, out=None, **attrs):
+        """Append a node; returns its output name (or names when n_out > 1).
+        `out` names the (single) output, e.g. a graph output."""
+        outs = [out] if out else [self.fresh(op_type.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=self.fresh("n_" + op_type), **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    # -- building blocks ----------------------------------------------------------------------
+    def layer_norm(self, x, gamma, beta, name):
+        g = self.init(name + ".weight", f32(gamma))
+        b = self.init(name + ".bias", f32(beta))
+        return self.op("LayerNormalization", [x, g, b], axis=-1, epsilon=1e-5)
+
+    def linear(self, x, w, b, name):
+        """x @ w.T + b with w in (out, in) layout, like torch and CTranslate2."""
+        y = self.op("MatMul", [x, self.init(name + ".weight_t", f32(w).T)])
+        if b is not None:
+            y = self.op("Add", [y, self.init(name + ".bias", f32(b))])
+        return y
+
+    def gelu(self, x):
+        """Exact (erf) GELU, as Whisper uses."""
+        t = self.op("Erf", [self.op("Div", [x, self.f(float(np.sqrt(2.0)))])])
+        t = self.op("Mul", [x, self.op("Add", [t, self.f(1.0)])])
+        return self.op("Mul", [t, self.f(0.5)])
+
+    def split_heads(self, x, n_head, d_head, perm):
+        """(N, L, D) -> (N, L, H, dh) -> transpose(perm)."""
+        return self.op("Transpose", [self.op("Reshape", [x, self.i64([0, -1, n_head, d_head])])], perm=perm)
+
+    def attention(self, q, k, v, n_head, d_head, d_model, mask=None):
+        """Multi-head attention of (N, L, D) tensors; q must already be scaled by 1/sqrt(dh)."""
+        qh = self.split_heads(q, n_head, d_head, [0, 2, 1, 3])  # N H Lq dh
+        kh = self.split_heads(k, n_head, d_head, [0, 2, 3, 1])  # N H dh Lk
+        vh = self.split_heads(v, n_head, d_head, [0, 2, 1, 3])  # N H Lk dh
+        s = self.op("MatMul", [qh, kh])
+        if mask is not None:
+            s = self.op("Add", [s, mask])
+        o = self.op("MatMul", [self.op("Softmax", [s], axis=-1), vh])  # N H Lq dh
+        o = self.op("Transpose", [o], perm=[0, 2, 1, 3])
+        return self.op("Reshape", [o, self.i64([0, -1, d_model])])
+
+    def attention_kv_major(self, q, k, v, n_head, d_head, d_model):
+        """Unmasked attention with K and V (N, L, D) consumed in their stored layout.
+
+        q (N, n, D, pre-scaled) is expanded into a block-diagonal (N, D, H*n) matrix, so
+        scores = K @ Q_bd is (N, L, H*n) with column h*n + j = head h, query j.
+        Returns (output (N, n, D), probabilities (N, L, H*n), softmax taken over L)."""
+        eye = self.consts.get("eye")
+        if eye is None:
+            e = np.eye(n_head, dtype=np.float32).reshape(n_head, 1, n_head, 1)
+            eye = self.consts["eye"] = self.init("head_eye", e)
+        q4 = self.op("Reshape", [q, self.i64([0, -1, n_head, d_head])])  # N n H dh
+        qt = self.op("Unsqueeze", [self.op("Transpose", [q4], perm=[0, 2, 3, 1]), self.i64([3])])  # N H dh 1 n
+        qbd = self.op("Reshape", [self.op("Mul", [qt, eye]), self.i64([0, d_model, -1])])  # N D H*n
+        p = self.op("Softmax", [self.op("MatMul", [k, qbd])], axis=1)  # N L H*n
+        o = self.op("MatMul", [self.op("Transpose", [p], perm=[0, 2, 1]), v])  # N H*n D
+        o = self.op("Reshape", [o, self.i64([0, n_head, -1, n_head, d_head])])  # N H' n H dh
+        o = self.op("ReduceSum", [self.op("Mul", [o, eye]), self.i64([1])], keepdims=0)  # N n H dh
+        return self.op("Reshape", [o, self.i64([0, -1, d_model])]), p
+
+    def model(self, inputs, outputs, doc, metadata=None):
+        graph = helper.make_graph(self.nodes, self.name, inputs, outputs, initializer=self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name=PRODUCER)
+        m.ir_version = IR_VERSION
+        m.doc_string = doc
+        for key, val in (metadata or {}).items():
+            m.metadata_props.add(key=key, value=str(val))
+        onnx.checker.check_model(m)
+        return m
+
+
+def fused_qkv(V, prefix, d_model, scale):
+    """CT2's fused [q; k; v] projection with 1/sqrt(dh) folded into the query rows
+    (exact for dh = 64: a power of two)."""
+    w = f32(V[prefix + "linear_0/weight"]).copy()
+    b = f32(V[prefix + "linear_0/bias"]).copy()
+    w[:d_model] *= scale
+    b[:d_model] *= scale
+    return w, b
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoder: conv stem + transformer + every decoder layer's cross-attention K/V
+# ---------------------------------------------------------------------------------------------
+def build_encoder(V, dims, metadata, half_storage):
+    D, n_head = dims["n_audio_state"], dims["n_audio_head"]
+    d_head = D // n_head
+    g = Graph("whisper_encoder", half_storage)
+
+    x = g.op("Conv", ["mel", g.init_float("conv1.weight", V["encoder/conv1/weight"]),
+                      g.init("conv1.bias", f32(V["encoder/conv1/bias"]))], kernel_shape=[3], pads=[1, 1], strides=[1])
+    x = g.op("Conv", [g.gelu(x), g.init_float("conv2.weight", V["encoder/conv2/weight"]),
+                      g.init("conv2.bias", f32(V["encoder/conv2/bias"]))], kernel_shape=[3], pads=[1, 1], strides=[2])
+    x = g.op("Transpose", [g.gelu(x)], perm=[0, 2, 1])  # N, T/2, D
+
+    # positional embedding sliced to the actual length (sherpa-onnx's "no 30 s constraint")
+    pos = g.init_float("encoder.positional_embedding", V["encoder/position_encodings/encodings"])
+    t2 = g.op("Slice", [g.op("Shape", [x]), g.i64([1]), g.i64([2])])
+    x = g.op("Add", [x, g.op("Slice", [pos, g.i64([0]), t2, g.i64([0])])])
+
+    for i in range(dims["n_audio_layer"]):
+        p = f"encoder/layer_{i}/"
+        h = g.layer_norm(x, V[p + "self_attention/layer_norm/gamma"], V[p + "self_attention/layer_norm/beta"], f"enc{i}.attn_ln")
+        w, b = fused_qkv(V, p + "self_attention/", D, d_head ** -0.5)
+        q, k, v = g.op("Split", [g.linear(h, w, b, f"enc{i}.attn.qkv"), g.i64([D] * 3)], n_out=3, axis=-1)
+        a = g.attention(q, k, v, n_head, d_head, D)
+        a = g.linear(a, V[p + "self_attention/linear_1/weight"], V[p + "self_attention/linear_1/bias"], f"enc{i}.attn.out")
+        x = g.op("Add", [x, a])
+        h = g.layer_norm(x, V[p + "ffn/layer_norm/gamma"], V[p + "ffn/layer_norm/beta"], f"enc{i}.mlp_ln")
+        h = g.gelu(g.linear(h, V[p + "ffn/linear_0/weight"], V[p + "ffn/linear_0/bias"], f"enc{i}.mlp.fc1"))
+        x = g.op("Add", [x, g.linear(h, V[p + "ffn/linear_1/weight"], V[p + "ffn/linear_1/bias"], f"enc{i}.mlp.fc2")])
+    x = g.layer_norm(x, V["encoder/layer_norm/gamma"], V["encoder/layer_norm/beta"], "enc.ln_post")
+
+    # cross-attention K/V of all decoder layers in one MatMul: columns [k_0 | v_0 | k_1 | v_1 | ...]
+    # (CT2 stores each layer's cross K,V fused as attention/linear_1)
+    L, Dt = dims["n_text_layer"], dims["n_text_state"]
+    wkv = np.concatenate([f32(V[f"decoder/layer_{i}/attention/linear_1/weight"]) for i in range(L)], axis=0)
+    bkv = np.concatenate([f32(V[f"decoder/layer_{i}/attention/linear_1/bias"]) for i in range(L)], axis=0)
+    kv = g.op("Reshape", [g.linear(x, wkv, bkv, "dec.cross_kv"), g.i64([0, 0, L, 2, Dt])])
+    kv = g.op("Transpose", [kv], perm=[3, 2, 0, 1, 4])  # 2, L, N, T/2, D
+    g.op("Gather", [kv, g.i64(0)], out="n_layer_cross_k", axis=0)
+    g.op("Gather", [kv, g.i64(1)], out="n_layer_cross_v", axis=0)
+
+    cross_shape = [L, "n_audio", "T2", Dt]
+    return g.model(
+        [helper.make_tensor_value_info("mel", TensorProto.FLOAT, ["n_audio", dims["n_mels"], "T"])],
+        [helper.make_tensor_value_info("n_layer_cross_k", TensorProto.FLOAT, cross_shape),
+         helper.make_tensor_value_info("n_layer_cross_v", TensorProto.FLOAT, cross_shape)],
+        "Whisper encoder (converted from CTranslate2 weights)",
+        metadata,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoder with a self-attention KV cache of fixed length n_text_ctx
+# ---------------------------------------------------------------------------------------------
+def build_decoder(V, dims, alignment_heads, int8_embedding):
+    D, n_head = dims["n_text_state"], dims["n_text_head"]
+    d_head = D // n_head
+    scale = d_head ** -0.5
+    L, n_ctx = dims["n_text_layer"], dims["n_text_ctx"]
+    g = Graph("whisper_decoder", half_storage=int8_embedding)
+    emb = f32(V["decoder/embeddings/weight"])  # (n_vocab, D), tied with the output projection
+
+    if int8_embedding:
+        # symmetric per-row int8; one copy serves the lookup and the output projection
+        s = np.maximum(np.abs(emb).max(axis=1), 1e-8) / 127.0
+        q = np.clip(np.round(emb / s[:, None]), -127, 127).astype(np.int8)
+        qT = g.init("token_embedding.int8_T", q.T)  # (D, n_vocab)
+        sc = g.init("token_embedding.scale", s.astype(np.float32))
+        rows = g.op("Transpose", [g.op("Gather", [qT, "tokens"], axis=1)], perm=[1, 2, 0])  # N, n, D
+        rows = g.op("Cast", [rows], to=TensorProto.FLOAT)
+        x = g.op("Mul", [rows, g.op("Unsqueeze", [g.op("Gather", [sc, "tokens"], axis=0), g.i64([-1])])])
+    else:
+        x = g.op("Gather", [g.init("token_embedding.weight", emb), "tokens"], axis=0)
+
+    pos = g.init_float("decoder.positional_embedding", V["decoder/position_encodings/encodings"])
+    n_tok = g.op("Slice", [g.op("Shape", ["tokens"]), g.i64([1]), g.i64([2])])  # (1,)
+    end = g.op("Add", ["offset", n_tok])  # (1,)
+    x = g.op("Add", [x, g.op("Slice", [pos, "offset", end, g.i64([0])])])
+
+    # causal mask over absolute positions: the query at offset + j sees keys 0 .. offset + j
+    off_s = g.op("Squeeze", ["offset", g.i64([0])])
+    end_s = g.op("Squeeze", [end, g.i64([0])])
+    kpos = g.op("Range", [g.i64(0), end_s, g.i64(1)])
+    qpos = g.op("Range", [off_s, end_s, g.i64(1)])
+    future = g.op("Greater", [g.op("Unsqueeze", [kpos, g.i64([0])]), g.op("Unsqueeze", [qpos, g.i64([1])])])
+    mask = g.op("Where", [future, g.f(-1e9), g.f(0.0)])  # n, offset + n
+
+    # ScatterND indices (L, N, n, 3) = [layer, batch, offset + j]: the new keys/values of all
+    # layers are written into one copy of the input caches at the end.
+    n_batch = g.op("Slice", [g.op("Shape", ["tokens"]), g.i64([0]), g.i64([1])])  # (1,)
+    idx_shape = g.op("Concat", [g.i64([L]), n_batch, n_tok, g.i64([1])], axis=0)
+    l_idx = g.init("layer_index", np.arange(L, dtype=np.int64).reshape(L, 1, 1, 1))
+    b_idx = g.op("Reshape", [g.op("Range", [g.i64(0), g.op("Squeeze", [n_batch, g.i64([0])]), g.i64(1)]),
+                             g.i64([1, -1, 1, 1])])
+    j_idx = g.op("Reshape", [qpos, g.i64([1, 1, -1, 1])])
+    scatter_idx = g.op("Concat", [g.op("Expand", [t, idx_shape]) for t in (l_idx, b_idx, j_idx)], axis=-1)
+
+    heads_of_layer = {}
+    for layer, head in alignment_heads:
+        heads_of_layer.setdefault(layer, []).append(head)
+    align = []  # per alignment layer: (N, T/2, heads of that layer, n)
+
+    new_k, new_v = [], []
+    for i in range(L):
+        p = f"decoder/layer_{i}/"
+        # self attention over cache[:offset] + the new tokens
+        h = g.layer_norm(x, V[p + "self_attention/layer_norm/gamma"], V[p + "self_attention/layer_norm/beta"], f"dec{i}.attn_ln")
+        w, b = fused_qkv(V, p + "self_attention/", D, scale)
+        q, k, v = g.op("Split", [g.linear(h, w, b, f"dec{i}.attn.qkv"), g.i64([D] * 3)], n_out=3, axis=-1)
+        past_end = g.op("Concat", [g.i64([i + 1]), "offset"], axis=0)
+        kv_full = []
+        for cache_in, new, lst in (("in_n_layer_self_k_cache", k, new_k), ("in_n_layer_self_v_cache", v, new_v)):
+            past = g.op("Slice", [cache_in, g.i64([i, 0]), past_end, g.i64([0, 2])])  # 1, N, offset, D
+            kv_full.append(g.op("Concat", [g.op("Squeeze", [past, g.i64([0])]), new], axis=1))  # N, offset + n, D
+            lst.append(g.op("Unsqueeze", [new, g.i64([0])]))
+        a = g.attention(q, kv_full[0], kv_full[1], n_head, d_head, D, mask=mask)
+        a = g.linear(a, V[p + "self_attention/linear_1/weight"], V[p + "self_attention/linear_1/bias"], f"dec{i}.attn.out")
+        x = g.op("Add", [x, a])
+        # cross attention
+        h = g.layer_norm(x, V[p + "attention/layer_norm/gamma"], V[p + "attention/layer_norm/beta"], f"dec{i}.cross_ln")
+        q = g.linear(h, f32(V[p + "attention/linear_0/weight"]) * scale, f32(V[p + "attention/linear_0/bias"]) * scale, f"dec{i}.cross.q")
+        ck = g.op("Gather", ["n_layer_cross_k", g.i64(i)], axis=0)
+        cv = g.op("Gather", ["n_layer_cross_v", g.i64(i)], axis=0)
+        a, probs = g.attention_kv_major(q, ck, cv, n_head, d_head, D)
+        if i in heads_of_layer:
+            by_head = g.op("Reshape", [probs, g.i64([0, 0, n_head, -1])])  # N, T/2, H, n
+            align.append(g.op("Gather", [by_head, g.i64(heads_of_layer[i])], axis=2))
+        a = g.linear(a, V[p + "attention/linear_2/weight"], V[p + "attention/linear_2/bias"], f"dec{i}.cross.out")
+        x = g.op("Add", [x, a])
+        # mlp
+        h = g.layer_norm(x, V[p + "ffn/layer_norm/gamma"], V[p + "ffn/layer_norm/beta"], f"dec{i}.mlp_ln")
+        h = g.gelu(g.linear(h, V[p + "ffn/linear_0/weight"], V[p + "ffn/linear_0/bias"], f"dec{i}.mlp.fc1"))
+        x = g.op("Add", [x, g.linear(h, V[p + "ffn/linear_1/weight"], V[p + "ffn/linear_1/bias"], f"dec{i}.mlp.fc2")])
+    x = g.layer_norm(x, V["decoder/layer_norm/gamma"], V["decoder/layer_norm/beta"], "dec.ln")
+
+    if int8_embedding:
+        # logits = (x @ q.T) * s, as dynamic-uint8(x) x int8(q.T) -> int32: the int8 matrix is
+        # the only copy in memory.  Logits in float against the dequantized rows (Cast and Mul,
+        # folded into a float32 (D, n_vocab) matrix at session creation) measured one wrong word
+        # fewer per 70 on the LibriVox check, but hold ~190 MB more for base in every loaded
+        # recognizer -- and the daemon loads one per language in use.
+        xq, xs, xz = g.op("DynamicQuantizeLinear", [x], n_out=3)
+        acc = g.op("Cast", [g.op("MatMulInteger", [xq, qT, xz])], to=TensorProto.FLOAT)
+        g.op("Mul", [acc, g.op("Mul", [sc, xs])], out="logits")
+    else:
+        g.op("MatMul", [x, g.init("token_embedding.weight_t", emb.T)], out="logits")
+    g.op("ScatterND", ["in_n_layer_self_k_cache", scatter_idx, g.op("Concat", new_k, axis=0)], out="out_n_layer_self_k_cache")
+    g.op("ScatterND", ["in_n_layer_self_v_cache", scatter_idx, g.op("Concat", new_v, axis=0)], out="out_n_layer_self_v_cache")
+    heads = align[0] if len(align) == 1 else g.op("Concat", align, axis=2)
+    g.op("Transpose", [heads], out="cross_attention_weights", perm=[0, 2, 3, 1])  # N, heads, n, T/2
+
+    cache_shape = [L, "n_audio", n_ctx, D]
+    cross_shape = [L, "n_audio", "T2", D]
+    return g.model(
+        [helper.make_tensor_value_info("tokens", TensorProto.INT64, ["n_audio", "n_tokens"]),
+         helper.make_tensor_value_info("in_n_layer_self_k_cache", TensorProto.FLOAT, cache_shape),
+         helper.make_tensor_value_info("in_n_layer_self_v_cache", TensorProto.FLOAT, cache_shape),
+         helper.make_tensor_value_info("n_layer_cross_k", TensorProto.FLOAT, cross_shape),
+         helper.make_tensor_value_info("n_layer_cross_v", TensorProto.FLOAT, cross_shape),
+         helper.make_tensor_value_info("offset", TensorProto.INT64, [1])],
+        # sherpa-onnx binds the outputs by position: the attention weights must be the 4th
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n_audio", "n_tokens", dims["n_vocab"]]),
+         helper.make_tensor_value_info("out_n_layer_self_k_cache", TensorProto.FLOAT, cache_shape),
+         helper.make_tensor_value_info("out_n_layer_self_v_cache", TensorProto.FLOAT, cache_shape),
+         helper.make_tensor_value_info("cross_attention_weights", TensorProto.FLOAT,
+                                       ["n_audio", len(alignment_heads), "n_tokens", "T2"])],
+        "Whisper decoder with KV cache and alignment-head cross-attention (converted from CTranslate2 weights)",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Vocabulary, tokens.txt, dimensions, metadata
+# ---------------------------------------------------------------------------------------------
+def byte_decoder():
+    """Inverse of GPT-2's bytes_to_unicode()."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def load_vocab(model_dir):
+    with open(os.path.join(model_dir, "vocabulary.txt"), encoding="utf-8") as f:
+        vocab = f.read().split("\n")
+    if vocab and vocab[-1] == "":
+        vocab.pop()
+    return vocab
+
+
+def write_tokens(vocab, eot, path):
+    """One line per regular token id < eot: base64(raw bytes) and the id -- what sherpa-onnx's
+    export-onnx.py writes from openai-whisper's *.tiktoken files."""
+    dec = byte_decoder()
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for i in range(eot):
+            raw = bytes(dec[c] for c in vocab[i])
+            f.write(f"{base64.b64encode(raw).decode()} {i}\n")
+
+
+def make_dims(V):
+    def n_layers(side):
+        return len({m.group(1) for m in (re.match(rf"^{side}/layer_(\d+)/", k) for k in V) if m})
+
+    return dict(
+        n_mels=int(V["encoder/conv1/weight"].shape[1]),
+        n_audio_ctx=int(V["encoder/position_encodings/encodings"].shape[0]),
+        n_audio_state=int(V["encoder/position_encodings/encodings"].shape[1]),
+        n_audio_head=int(V["encoder/num_heads"]),
+        n_audio_layer=n_layers("encoder"),
+        n_vocab=int(V["decoder/embeddings/weight"].shape[0]),
+        n_text_ctx=int(V["decoder/position_encodings/encodings"].shape[0]),
+        n_text_state=int(V["decoder/position_encodings/encodings"].shape[1]),
+        n_text_head=int(V["decoder/num_heads"]),
+        n_text_layer=n_layers("decoder"),
+    )
+
+
+def alignment_heads_of(config, dims):
+    """The CT2 config's alignment_heads as a sorted list of (layer, head), validated."""
+    heads = config.get("alignment_heads")
+    if not heads:
+        raise ValueError("config.json has no alignment_heads; they are needed for token timestamps")
+    out = sorted({(int(layer), int(head)) for layer, head in heads})
+    for layer, head in out:
+        if not (0 <= layer < dims["n_text_layer"] and 0 <= head < dims["n_text_head"]):
+            raise ValueError(f"alignment head {layer}:{head} outside {dims['n_text_layer']} layers x {dims['n_text_head']} heads")
+    return out
+
+
+def make_metadata(dims, vocab, config, name, alignment_heads, multilingual=None):
+    """The encoder metadata sherpa-onnx reads: same keys and values as its export scripts write.
+
+    multilingual defaults to openai-whisper's rule (n_vocab >= 51865)."""
+    tid = {t: i for i, t in enumerate(vocab)}
+    if multilingual is None:
+        multilingual = dims["n_vocab"] >= 51865
+    sot, eot = tid["<|startoftranscript|>"], tid["<|endoftext|>"]
+    translate, transcribe = tid["<|translate|>"], tid["<|transcribe|>"]
+    # language tokens sit between <|startoftranscript|> and <|translate|> (openai-whisper layout)
+    lang_ids = list(range(sot + 1, translate))
+    # HF-derived vocabularies spell Hebrew <|iw|>; openai-whisper (and sherpa-onnx) say "he"
+    lang_codes = [{"iw": "he"}.get(vocab[i][2:-2], vocab[i][2:-2]) for i in lang_ids]
+    # openai-whisper's default sot_sequence: language en, task transcribe
+    sot_sequence = [sot, tid["<|en|>"], transcribe] if multilingual else [sot]
+    # non-speech tokens: CT2's suppress_ids restricted to regular tokens (openai's non_speech_tokens)
+    non_speech = sorted(int(i) for i in config.get("suppress_ids", []) if int(i) < eot)
+    return {
+        "model_type": f"whisper-{name}",
+        "version": "2",  # 2 = decoder has the cross_attention_weights output
+        "maintainer": "k2-fsa",
+        **dims,
+        "sot_sequence": ",".join(map(str, sot_sequence)),
+        "all_language_tokens": ",".join(map(str, lang_ids)),
+        "all_language_codes": ",".join(lang_codes),
+        "sot": sot,
+        "sot_index": 0,
+        "eot": eot,
+        "blank_id": tid["Ġ"],  # tokenizer.encode(" ")[0]
+        "is_multilingual": int(multilingual),
+        "no_speech": tid.get("<|nospeech|>", tid.get("<|nocaptions|>")),
+        "non_speech_tokens": ",".join(map(str, non_speech)),
+        "transcribe": transcribe,
+        "translate": translate,
+        "sot_prev": tid["<|startofprev|>"],
+        "sot_lm": tid["<|startoflm|>"],
+        "no_timestamps": tid["<|notimestamps|>"],
+        "n_alignment_heads": len(alignment_heads),
+        "alignment_heads": ",".join(f"{layer}:{head}" for layer, head in alignment_heads),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversion
+# ---------------------------------------------------------------------------------------------
+def quantize(src, dst):
+    """MatMul weights to int8 with per-channel scales (sherpa-onnx's export uses per-tensor;
+    per-channel measured ~40% lower encoder output error for +85 KB)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # silence "consider pre-processing" warnings
+    try:
+        quantize_dynamic(model_input=src, model_output=dst, op_types_to_quantize=["MatMul"],
+                         weight_type=QuantType.QInt8, per_channel=True)
+    finally:
+        root.setLevel(level)
+
+
+def convert(model_dir, out_dir, name, prefix=None, fp32_dir=None, multilingual=None, log=print):
+    """Convert the CT2 model in model_dir; returns {"encoder", "decoder", "tokens"[, "fp32_encoder",
+    "fp32_decoder"]} paths.  fp32_dir, if given, also gets the float32 graphs (for tests)."""
+    t0 = time.monotonic()
+    prefix = prefix or name
+    V = read_ct2(os.path.join(model_dir, "model.bin"))
+    vocab = load_vocab(model_dir)
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    dims = make_dims(V)
+    if len(vocab) != dims["n_vocab"]:
+        raise ValueError(f"vocabulary.txt has {len(vocab)} tokens, the model {dims['n_vocab']}")
+    heads = alignment_heads_of(config, dims)
+    md = make_metadata(dims, vocab, config, name, heads, multilingual)
+    log(f"{name}: {dims['n_audio_layer']}+{dims['n_text_layer']} layers, d={dims['n_text_state']}, "
+        f"n_vocab={dims['n_vocab']}, multilingual={md['is_multilingual']}, alignment heads {md['alignment_heads']}")
+
+    os.makedirs(out_dir, exist_ok=True)
+    out = {
+        "encoder": os.path.join(out_dir, f"{prefix}-encoder.int8.onnx"),
+        "decoder": os.path.join(out_dir, f"{prefix}-decoder.int8.onnx"),
+        "tokens": os.path.join(out_dir, f"{prefix}-tokens.txt"),
+    }
+    with tempfile.TemporaryDirectory(prefix=".whisper-convert-", dir=out_dir) as tmp:
+        staged = {k: os.path.join(tmp, os.path.basename(v)) for k, v in out.items()}
+        write_tokens(vocab, md["eot"], staged["tokens"])
+        for key, build in (("encoder", lambda: build_encoder(V, dims, md, half_storage=True)),
+                           ("decoder", lambda: build_decoder(V, dims, heads, int8_embedding=True))):
+            src = os.path.join(tmp, f"{key}.float.onnx")
+            onnx.save(build(), src)
+            quantize(src, staged[key])
+            os.remove(src)
+        # quantize_dynamic keeps metadata_props; make sure of it, sherpa-onnx cannot work without
+        got = {p.key: p.value for p in onnx.load(staged["encoder"], load_external_data=False).metadata_props}
+        missing = [k for k, v in md.items() if got.get(k) != str(v)]
+        if missing:
+            raise RuntimeError(f"quantized encoder lost metadata keys {missing}")
+        log(f"{name}: int8 models built ({time.monotonic() - t0:.1f}s)")
+        if fp32_dir:
+            os.makedirs(fp32_dir, exist_ok=True)
+            out["fp32_encoder"] = os.path.join(fp32_dir, f"{prefix}-encoder.onnx")
+            out["fp32_decoder"] = os.path.join(fp32_dir, f"{prefix}-decoder.onnx")
+            onnx.save(build_encoder(V, dims, md, half_storage=False), out["fp32_encoder"])
+            onnx.save(build_decoder(V, dims, heads, int8_embedding=False), out["fp32_decoder"])
+            shutil.copyfile(staged["tokens"], os.path.join(fp32_dir, f"{prefix}-tokens.txt"))
+        for key in ("encoder", "decoder", "tokens"):
+            os.replace(staged[key], out[key])
+    log(f"{name}: done in {time.monotonic() - t0:.1f}s")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model-dir", required=True, help="CTranslate2 Whisper dir (model.bin, vocabulary.txt, config.json)")
+    ap.add_argument("--out-dir", required=True, help="where the int8 models and tokens.txt go")
+    ap.add_argument("--name", required=True, help="model name for the metadata model_type, e.g. base, tiny.en")
+    ap.add_argument("--prefix", help="file name prefix (default: --name), e.g. base -> base-encoder.int8.onnx")
+    ap.add_argument("--fp32-dir", help="also write the float32 models here")
+    args = ap.parse_args(argv)
+    try:
+        convert(args.model_dir, args.out_dir, args.name, args.prefix, args.fp32_dir)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        print(f"whisper-ct2-to-sherpa-onnx: error: {e!r}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

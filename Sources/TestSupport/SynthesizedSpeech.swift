@@ -1,0 +1,53 @@
+import Foundation
+
+/// Known sentences spoken by Debian's `espeak-ng`, for language identification and translation
+/// tests: each with the content words a transcript of it must contain. espeak-ng's formant voices
+/// are far from the speech Whisper learned from (its French especially): these sentences and rates
+/// are ones Whisper base (int8) recognizes; many others it does not.
+public struct SynthesizedSpeech: Sendable, Hashable {
+    /// BCP-47 language (and espeak-ng voice).
+    public var language: String
+    public var text: String
+    /// Words per minute.
+    public var rate: Int
+    /// Lower-case words that must appear in a transcript (content words that survive synthesis).
+    public var contentWords: [String]
+    /// Lower-case English words a translation must contain at least two of.
+    public var englishWords: [String]
+
+    public static let spanish = SynthesizedSpeech(
+        language: "es", text: "Buenos días. Mi hermano trabaja en un hospital muy grande de la ciudad.", rate: 140,
+        contentWords: ["hermano", "hospital", "ciudad"], englishWords: ["brother", "hospital", "big", "city"])
+    public static let german = SynthesizedSpeech(
+        language: "de", text: "Guten Morgen. Heute sprechen wir über das Wetter und die Nachrichten aus der Stadt.", rate: 140,
+        contentWords: ["morgen", "heute", "stadt"], englishWords: ["morning", "today", "weather", "city"])
+    public static let french = SynthesizedSpeech(
+        language: "fr", text: "La ville de Paris est la capitale de la France.", rate: 170,
+        contentWords: ["paris", "capitale", "france"], englishWords: ["paris", "capital", "france"])
+    public static let all = [spanish, german, french]
+
+    /// Where Debian installs espeak-ng.
+    public static let espeak = "/usr/bin/espeak-ng"
+    public static var available: Bool { FileManager.default.isExecutableFile(atPath: espeak) }
+
+    /// Speaks the sentence into `name` in `directory` (a 22.05 kHz mono WAV); returns its path.
+    public func wav(in directory: TempDirectory, name: String? = nil) async throws -> String {
+        let path = directory.file(name ?? "\(language).wav")
+        let run = try await ChildProcess.run(Self.espeak, ["-v", language, "-s", "\(rate)", "-w", path, text], in: directory)
+        guard run.status == 0, FileManager.default.fileExists(atPath: path) else {
+            throw SynthesisError(message: "espeak-ng -v \(language) failed (\(run.status)): \(run.stderr)")
+        }
+        return path
+    }
+
+    /// Lower-cased words of `text` without punctuation.
+    public static func words(_ text: String) -> [String] {
+        text.lowercased().split { !$0.isLetter && !$0.isNumber && $0 != "'" }.map(String.init)
+    }
+}
+
+/// espeak-ng did not produce the audio.
+public struct SynthesisError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}

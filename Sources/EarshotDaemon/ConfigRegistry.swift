@@ -91,6 +91,8 @@ public enum ConfigRegistry {
         ConfigKey("Catalog", "URL", EmbeddedDefaults.catalogURL, repeatable: true, doc: "Signed catalog sources (the signature is at URL.minisig), merged in order. Repeat the key for several; an empty assignment clears the list.", validate: ConfigValidation.url),
         ConfigKey("Catalog", "KeysDirectory", "\(EmbeddedDefaults.keysDirectory) /etc/earshot/keys.d", repeatable: true, doc: "Directories of trusted minisign public keys (*.pub). Repeatable.", validate: ConfigValidation.absolutePath),
         ConfigKey("Assets", "MaxReservedLocales", "3", doc: "Most locales one app (uid and app id) may reserve; installs that would exceed it fail with quotaExceeded.", validate: ConfigValidation.integer(in: 0...1000)),
+        ConfigKey("Assets", "MaxReservedLocalesPerUser", "8", doc: "Most distinct locales one user (uid) may reserve across all its app ids, so rotating app ids cannot multiply MaxReservedLocales.", validate: ConfigValidation.integer(in: 0...10000)),
+        ConfigKey("Assets", "MaxAppsPerUser", "16", doc: "Most app ids of one user that may hold reservations at once.", validate: ConfigValidation.integer(in: 1...10000)),
         ConfigKey("Assets", "AppQuota", "", repeatable: true, doc: "Per-app override of MaxReservedLocales, as APP_ID=N. Repeatable.", validate: ConfigValidation.appQuota),
         ConfigKey("Assets", "ReservationExpirySec", "7776000", doc: "A reservation unused this long (90 days) expires.", validate: ConfigValidation.seconds(in: 60...(3650 * 86400))),
         ConfigKey("Assets", "GCGracePeriodSec", "86400", doc: "How long an asset no reservation needs is kept before garbage collection removes it.", validate: ConfigValidation.seconds(in: 0...(3650 * 86400))),

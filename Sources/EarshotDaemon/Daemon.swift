@@ -183,7 +183,8 @@ public struct Daemon: Sendable {
         var settings = AssetSettings(
             stateDirectory: paths.stateDirectory, cacheDirectory: paths.cacheDirectory,
             catalogURLs: config.values("Catalog.URL"), keyDirectories: config.values("Catalog.KeysDirectory"),
-            maxReservedLocales: config.int("Assets.MaxReservedLocales"), appQuotas: quotas,
+            maxReservedLocales: config.int("Assets.MaxReservedLocales"), maxReservedLocalesPerUser: config.int("Assets.MaxReservedLocalesPerUser"),
+            maxAppsPerUser: config.int("Assets.MaxAppsPerUser"), appQuotas: quotas,
             reservationExpiry: config.seconds("Assets.ReservationExpirySec"), gcGracePeriod: config.seconds("Assets.GCGracePeriodSec"),
             maxStoreSize: Int64(config.int("Assets.MaxStoreSize")), gcInterval: config.seconds("Assets.GCIntervalSec"),
             download: download, updateBandwidthLimit: config.int("Assets.UpdateBandwidthLimit") > 0 ? Int64(config.int("Assets.UpdateBandwidthLimit")) : nil)

@@ -44,7 +44,7 @@ struct SpeechHarness: Sendable {
                                          modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes()))]
         case EndRetentionRequest.eventType:
             let request = try frame.decode(EndRetentionRequest.self)
-            return [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await speech.endRetention()))]
+            return [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await speech.endRetention(uid: context.peer.uid)))]
         case Transcribe.eventType, AudioStart.eventType, AudioChunk.eventType, AudioStop.eventType:
             return try await WyomingTranscriber(harness: self).handle(frame, context: context)
         default:
@@ -56,6 +56,10 @@ struct SpeechHarness: Sendable {
     func open(_ modules: [ModuleConfiguration], options: AnalysisOptions, context analysisContext: AnalysisContextData, requester: RequestContext,
               emit: @escaping @Sendable (String, SessionEvent) -> Void) async throws -> AnalysisSession {
         guard !modules.isEmpty else { throw WireError(.badRequest, "a session needs at least one module") }
+        // Beyond MaxConcurrentAnalyses up to the hard cap: a privilege, never self-declared.
+        if options.ignoresResourceLimits, !requester.admin {
+            throw WireError(.permissionDenied, "only admins may ignore resource limits (root, the daemon's user or members of the admin group); open the session without ignoresResourceLimits")
+        }
         guard modules.contains(where: { $0.kind != .detector }) else {
             throw WireError(.badRequest, "a SpeechDetector only works together with a SpeechTranscriber or DictationTranscriber")
         }
@@ -67,7 +71,7 @@ struct SpeechHarness: Sendable {
             if let appID = requester.appID {
                 await assets.noteUse(of: modules, by: ClientIdentity(uid: requester.peer.uid, appID: appID))
             }
-            let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: analysisContext, owner: requester.connectionID)
+            let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: analysisContext, owner: requester.connectionID, ownerUID: requester.peer.uid)
             let session = try await speech.open(plan, emit: emit)
             requester.state.add(session.id, ConnectionState.OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease))
             return session

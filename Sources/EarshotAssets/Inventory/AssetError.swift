@@ -7,6 +7,9 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
     case unsupportedLocale(String)
     case unsupportedModule(String)
     case quotaExceeded(maximum: Int, wanted: [String])
+    /// The user's reservations across all its app ids are at their cap (`MaxReservedLocalesPerUser`,
+    /// `MaxAppsPerUser`).
+    case userQuotaExceeded(String)
     case notFound(String)
     case notInstalled(String)
     case permissionDenied(String)
@@ -22,6 +25,7 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
         case .unsupportedLocale(let l): "no catalog asset supports locale \(l)"
         case .unsupportedModule(let m): "no catalog asset can serve \(m)"
         case .quotaExceeded(let max, let wanted): "reserving \(wanted.joined(separator: ", ")) would exceed this app's maximum of \(max) reserved locales; release one first"
+        case .userQuotaExceeded(let why): why
         case .notFound(let what): "\(what) not found"
         case .notInstalled(let what): "\(what) is supported but not installed; install it first"
         case .permissionDenied(let what): what
@@ -39,7 +43,7 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
     public var wireError: WireError {
         let code: ErrorCode = switch self {
         case .unsupportedLocale, .unsupportedModule: .unsupportedLocale
-        case .quotaExceeded: .quotaExceeded
+        case .quotaExceeded, .userQuotaExceeded: .quotaExceeded
         case .notFound: .notFound
         case .notInstalled: .notInstalled
         case .permissionDenied: .permissionDenied

@@ -22,12 +22,26 @@ extension AssetService {
             if !canonical.contains(match) { canonical.append(match) }
         }
         let maximum = maximumReservedLocales(appID: client.appID)
+        let (perUser, appsPerUser) = (settings.maxReservedLocalesPerUser, settings.maxAppsPerUser)
         let now = clock.now()
         let wanted = canonical
         return try await database.write { db in
             let existing = Set(try db.execute("SELECT locale FROM reservations WHERE uid = ? AND app_id = ?", [.int(Int64(client.uid)), .text(client.appID)]).compactMap { $0[0].text })
             let new = wanted.filter { !existing.contains($0) }
             guard existing.count + new.count <= maximum else { throw AssetError.quotaExceeded(maximum: maximum, wanted: new) }
+            // The same user's other app ids count too: rotating app ids must not multiply the quota.
+            if !new.isEmpty {
+                let rows = try db.execute("SELECT app_id, locale FROM reservations WHERE uid = ?", [.int(Int64(client.uid))])
+                let userLocales = Set(rows.compactMap { $0[1].text })
+                let apps = Set(rows.compactMap { $0[0].text })
+                let addedLocales = new.filter { !userLocales.contains($0) }
+                guard userLocales.count + addedLocales.count <= perUser else {
+                    throw AssetError.userQuotaExceeded("reserving \(addedLocales.joined(separator: ", ")) would exceed the maximum of \(perUser) distinct locales one user may reserve across all its apps; release one first")
+                }
+                guard apps.contains(client.appID) || apps.count < appsPerUser else {
+                    throw AssetError.userQuotaExceeded("uid \(client.uid) already holds reservations for \(apps.count) app ids, the most one user may; release those of an app it no longer uses")
+                }
+            }
             for locale in wanted {
                 try db.execute("""
                     INSERT INTO reservations (uid, app_id, locale, created, last_used) VALUES (?, ?, ?, ?, ?)

@@ -11,6 +11,10 @@ public struct AssetSettings: Sendable {
     /// Directories of trusted minisign public keys (`*.pub`).
     public var keyDirectories: [String]
     public var maxReservedLocales: Int
+    /// Most distinct locales one uid may reserve across all its app ids.
+    public var maxReservedLocalesPerUser: Int
+    /// Most app ids of one uid that may hold reservations.
+    public var maxAppsPerUser: Int
     /// Per-app quota overrides (app id → maximum).
     public var appQuotas: [String: Int]
     /// Seconds a reservation may go unused before it expires.
@@ -28,7 +32,7 @@ public struct AssetSettings: Sendable {
     public var testPause: (InstallPhase, Double)?
 
     public init(stateDirectory: String, cacheDirectory: String, catalogURLs: [String] = [], keyDirectories: [String] = [],
-                maxReservedLocales: Int = 3, appQuotas: [String: Int] = [:], reservationExpiry: Double = 90 * 86400,
+                maxReservedLocales: Int = 3, maxReservedLocalesPerUser: Int = 8, maxAppsPerUser: Int = 16, appQuotas: [String: Int] = [:], reservationExpiry: Double = 90 * 86400,
                 gcGracePeriod: Double = 86400, maxStoreSize: Int64 = 0, gcInterval: Double = 3600,
                 download: DownloadOptions = DownloadOptions(), updateBandwidthLimit: Int64? = nil) {
         self.stateDirectory = stateDirectory
@@ -36,6 +40,8 @@ public struct AssetSettings: Sendable {
         self.catalogURLs = catalogURLs
         self.keyDirectories = keyDirectories
         self.maxReservedLocales = maxReservedLocales
+        self.maxReservedLocalesPerUser = maxReservedLocalesPerUser
+        self.maxAppsPerUser = maxAppsPerUser
         self.appQuotas = appQuotas
         self.reservationExpiry = reservationExpiry
         self.gcGracePeriod = gcGracePeriod

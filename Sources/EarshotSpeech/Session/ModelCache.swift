@@ -5,15 +5,16 @@ import Foundation
 /// Loaded models shared by every compatible session, kept by retention policy: released when
 /// unused (`whileInUse`), kept `LingerSeconds` after last use (`lingering`), or kept while a client
 /// connection lives (`processLifetime`). Loads happen once per key however many sessions ask at once.
+/// Retention is recorded per user, so `endRetention(uid:)` drops only what that user asked to keep.
 actor ModelCache {
     struct Entry {
         var model: any SegmentTranscribing
         var memoryBytes: Int
         var users = 0
-        /// Unload once unused after this time (`lingering`); nil: unload at once when unused.
-        var keepUntil: Double?
-        /// Connections that asked for `processLifetime`.
-        var pinnedBy: Set<Int> = []
+        /// Per uid: keep the model until this time once unused (`lingering`).
+        var lingerUntil: [UInt32: Double] = [:]
+        /// Connections that asked for `processLifetime`, with their uid.
+        var pinnedBy: [Int: UInt32] = [:]
     }
 
     /// One loaded model as stats report it.
@@ -59,14 +60,14 @@ actor ModelCache {
         }
     }
 
-    /// A session stopped using `key` with `retention`, on behalf of connection `owner`.
-    func release(_ key: String, retention: ModelRetention, owner: Int) {
+    /// A session stopped using `key` with `retention`, on behalf of connection `owner` of user `uid`.
+    func release(_ key: String, retention: ModelRetention, owner: Int, uid: UInt32) {
         guard var entry = entries[key] else { return }
         entry.users -= 1
         switch retention {
         case .whileInUse: break
-        case .lingering: entry.keepUntil = max(entry.keepUntil ?? 0, now() + lingerSeconds)
-        case .processLifetime: entry.pinnedBy.insert(owner)
+        case .lingering: entry.lingerUntil[uid] = max(entry.lingerUntil[uid] ?? 0, now() + lingerSeconds)
+        case .processLifetime: entry.pinnedBy[owner] = uid
         }
         entries[key] = entry
         evict()
@@ -74,15 +75,17 @@ actor ModelCache {
 
     /// Connection `owner` closed: its `processLifetime` pins go.
     func ownerGone(_ owner: Int) {
-        for key in entries.keys { entries[key]?.pinnedBy.remove(owner) }
+        for key in entries.keys { entries[key]?.pinnedBy[owner] = nil }
         evict()
     }
 
-    /// `SpeechModels.endRetention()`: drop every model no session uses.
-    func endRetention() {
-        for key in entries.keys {
-            entries[key]?.keepUntil = nil
-            entries[key]?.pinnedBy = []
+    /// `SpeechModels.endRetention()` for user `uid`: drops what that user's sessions asked to keep
+    /// (lingering and process-lifetime retention); models other users keep, or sessions use, stay.
+    func endRetention(uid: UInt32) {
+        for (key, var entry) in entries {
+            entry.lingerUntil[uid] = nil
+            entry.pinnedBy = entry.pinnedBy.filter { $0.value != uid }
+            entries[key] = entry
         }
         evict()
     }
@@ -91,7 +94,7 @@ actor ModelCache {
     func evict() {
         let time = now()
         entries = entries.filter { _, entry in
-            entry.users > 0 || !entry.pinnedBy.isEmpty || (entry.keepUntil.map { $0 > time } ?? false)
+            entry.users > 0 || !entry.pinnedBy.isEmpty || entry.lingerUntil.values.contains { $0 > time }
         }
     }
 

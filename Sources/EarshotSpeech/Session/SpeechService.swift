@@ -43,12 +43,15 @@ public struct SessionPlan: Sendable {
     public var context: AnalysisContextData
     /// The connection that owns the session (for `processLifetime` retention and cleanup).
     public var owner: Int
-    public init(modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], vad: ModelAsset, options: AnalysisOptions, context: AnalysisContextData, owner: Int) {
+    /// The uid of the connection's peer: retention is recorded per user.
+    public var ownerUID: UInt32
+    public init(modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], vad: ModelAsset, options: AnalysisOptions, context: AnalysisContextData, owner: Int, ownerUID: UInt32) {
         self.modules = modules
         self.vad = vad
         self.options = options
         self.context = context
         self.owner = owner
+        self.ownerUID = ownerUID
     }
 }
 
@@ -125,7 +128,7 @@ public actor SpeechService {
             sessions[id] = (session, plan, keys)
             return session
         } catch {
-            for key in keys { await cache.release(key, retention: .whileInUse, owner: plan.owner) }
+            for key in keys { await cache.release(key, retention: .whileInUse, owner: plan.owner, uid: plan.ownerUID) }
             throw error
         }
     }
@@ -168,14 +171,14 @@ public actor SpeechService {
                 built.append(SessionModule(index: index, configuration: module.configuration, engine: engine))
             }
         } catch {
-            for key in keys { await cache.release(key, retention: .whileInUse, owner: entry.plan.owner) }
+            for key in keys { await cache.release(key, retention: .whileInUse, owner: entry.plan.owner, uid: entry.plan.ownerUID) }
             throw error
         }
         await entry.session.setModules(built)
         var plan = entry.plan
         plan.modules = modules
         sessions[id] = (entry.session, plan, keys)
-        for key in entry.keys { await cache.release(key, retention: plan.options.modelRetention, owner: plan.owner) }
+        for key in entry.keys { await cache.release(key, retention: plan.options.modelRetention, owner: plan.owner, uid: plan.ownerUID) }
     }
 
     /// Records a new context for a running session. (The current engines do not bias recognition
@@ -216,7 +219,7 @@ public actor SpeechService {
     /// Forgets a finished session and releases its models per its retention (call on `finished`).
     public func close(_ id: String) async {
         guard let entry = sessions.removeValue(forKey: id) else { return }
-        for key in entry.keys { await cache.release(key, retention: entry.plan.options.modelRetention, owner: entry.plan.owner) }
+        for key in entry.keys { await cache.release(key, retention: entry.plan.options.modelRetention, owner: entry.plan.owner, uid: entry.plan.ownerUID) }
     }
 
     /// Connection `owner` went away: its sessions end and its `processLifetime` models may go.
@@ -232,15 +235,16 @@ public actor SpeechService {
     public func prepare(_ plan: SessionPlan) async throws {
         for (configuration, asset) in plan.modules where asset.engine == "sherpa-onnx-whisper" {
             if case .segments = try await engine(for: configuration, asset: asset, context: plan.context) {
-                await cache.release(Self.cacheKey(asset, configuration: configuration, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner)
+                await cache.release(Self.cacheKey(asset, configuration: configuration, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner, uid: plan.ownerUID)
             }
         }
     }
 
-    /// Drops every model no session uses (`SpeechModels.endRetention()`); returns how many stay.
+    /// `SpeechModels.endRetention()` for user `uid`: drops the retention that user's sessions asked
+    /// for (other users' lingering models stay); returns how many models stay loaded.
     @discardableResult
-    public func endRetention() async -> Int {
-        await cache.endRetention()
+    public func endRetention(uid: UInt32) async -> Int {
+        await cache.endRetention(uid: uid)
         return await cache.loaded.count
     }
 

@@ -48,6 +48,7 @@ let package = Package(
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotAudio", "EarshotSystem"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
+        .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),
         .executableTarget(name: "speech-bench", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotWire", "EarshotSystem", "TestSupport"], path: "Benchmarks/speech-bench"),
 
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),

@@ -84,7 +84,9 @@ public struct Daemon: Sendable {
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")))
-        let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets), speech: SpeechHarness(speech: speech, assets: assets))
+        let errors = ErrorMap(logger: logger)
+        let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
+                                    speech: SpeechHarness(speech: speech, assets: assets, errors: errors), errors: errors)
         let server = ConnectionServer(harness: harness, registry: registry, logger: logger,
                                       channelOptions: FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec")),
                                       maxConnections: limits.maxConnections)

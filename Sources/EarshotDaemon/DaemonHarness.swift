@@ -30,6 +30,8 @@ struct DaemonHarness: Sendable {
     let registry: ConnectionRegistry
     let assets: AssetHarness
     let speech: SpeechHarness
+    /// Turns every failure into the client's error event (internal ones logged with an id).
+    let errors: ErrorMap
 
     static let capabilities = ["wyoming-describe", "wyoming-ping", "wyoming-asr", "assets", "analysis"]
 
@@ -52,19 +54,15 @@ struct DaemonHarness: Sendable {
                 throw WireError(.unknownEvent, "unknown event type '\(frame.type)'")
             }
         } catch {
-            return [Self.errorFrame(error, id: frame.requestID)]
+            let fields = ["connection": "\(context.connectionID)", "peer_uid": "\(context.peer.uid)", "request": frame.type]
+            return [Self.errorFrame(errors.wire(error, fields), id: frame.requestID)]
         }
     }
 
-    /// The `error` frame for any failure.
+    /// The `error` frame for a failure (mapped by ``ErrorMap``; without its logger here, so callers
+    /// with something that may be internal map it with their harness's ``errors`` first).
     static func errorFrame(_ error: any Error, id: String?) -> Frame {
-        let wire: WireError = switch error {
-        case let e as WireError: e
-        case let e as EventDecodingError: WireError(.badRequest, e.description)
-        case let e as FrameError: WireError(.malformedFrame, e.description)
-        case let e as AssetError: e.wireError
-        default: WireError(.internalError, "\(error)")
-        }
+        let wire = ErrorMap(logger: nil).wire(error)
         // An ErrorEvent always encodes; fall back to a bare frame only if the encoder itself broke.
         return (try? Frame(ErrorEvent(wire, id: id))) ?? Frame(type: ErrorEvent.eventType)
     }

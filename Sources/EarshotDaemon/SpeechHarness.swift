@@ -10,6 +10,7 @@ import Foundation
 struct SpeechHarness: Sendable {
     let speech: SpeechService
     let assets: AssetService
+    let errors: ErrorMap
 
     /// Handles `frame` if it is a speech request: replies (possibly none), or nil if not one.
     func handle(_ frame: Frame, context: RequestContext) async throws -> [Frame]? {
@@ -18,7 +19,7 @@ struct SpeechHarness: Sendable {
         case AnalyzerOpen.eventType:
             let request = try frame.decode(AnalyzerOpen.self)
             let session = try await open(request.modules, options: request.options, context: request.context, requester: context) { id, event in
-                if let frame = Self.frame(for: event, session: id) { state.channel.post(frame) }
+                if let reply = self.frame(for: event, session: id, connection: context.connectionID) { state.channel.post(reply) }
                 if case .finished = event { state.sessionFinished(id) }
             }
             return [try Frame(AnalyzerOpened(id: request.id, session: session.id, audioFormats: [.speech16k]))]
@@ -151,12 +152,13 @@ struct SpeechHarness: Sendable {
         await speech.ownerGone(state.owner)
     }
 
-    /// The frame for a session event.
-    static func frame(for event: SessionEvent, session: String) -> Frame? {
+    /// The frame for a session event (a session's failure mapped by ``ErrorMap``).
+    func frame(for event: SessionEvent, session: String, connection: Int) -> Frame? {
         switch event {
         case .result(let result): try? Frame(result)
         case .volatileRange(let range): try? Frame(AnalyzerVolatileRange(session: session, range: range))
-        case .finished(let error): try? Frame(AnalyzerFinished(session: session, error: error.map { ErrorEvent($0) }))
+        case .finished(let error):
+            try? Frame(AnalyzerFinished(session: session, error: error.map { ErrorEvent(errors.wire($0, ["session": session, "connection": "\(connection)"])) }))
         }
     }
 }

@@ -33,7 +33,7 @@ final class EventLog: @unchecked Sendable {
     var events: [SessionEvent] { lock.withLock { stored } }
     var results: [AnalyzerResult] { events.compactMap { if case .result(let r) = $0 { r } else { nil } } }
     var finals: [AnalyzerResult] { results.filter(\.isFinal) }
-    var finished: [WireError?] { events.compactMap { if case .finished(let e) = $0 { .some(e) } else { nil } } }
+    var finished: [WireError?] { events.compactMap { if case .finished(let e) = $0 { .some(e.map { $0 as? WireError ?? WireError(.internalError, "\($0)") }) } else { nil } } }
 }
 
 @Suite(.serialized) struct SessionTests {

@@ -73,7 +73,7 @@ public final class AnalysisSession: @unchecked Sendable {
             do {
                 try ingest(try PCM.floats(fromLittleEndian: pcm, width: 2), start: start)
             } catch {
-                fail(Self.wireError(error))
+                fail(error)
             }
         }
     }
@@ -82,7 +82,7 @@ public final class AnalysisSession: @unchecked Sendable {
     public func finalize(through time: WireTime?) async -> WireTime? {
         await onQueue { [self] in
             guard !finished else { return lastTime }
-            do { try finalizeOpen() } catch { fail(Self.wireError(error)) }
+            do { try finalizeOpen() } catch { fail(error) }
             return lastTime
         }
     }
@@ -327,14 +327,15 @@ public final class AnalysisSession: @unchecked Sendable {
 
     private func finishNow(finalizing: Bool) {
         if finalizing {
-            do { try finalizeOpen() } catch { return fail(Self.wireError(error)) }
+            do { try finalizeOpen() } catch { return fail(error) }
         }
         finished = true
         emit(.finished(nil))
         resumeFinishWaiters()
     }
 
-    private func fail(_ error: WireError) {
+    /// Ends the session because of `error` (typed: the daemon's error map turns it into a wire code).
+    private func fail(_ error: any Error) {
         guard !finished else { return }
         finished = true
         emit(.finished(error))
@@ -345,14 +346,6 @@ public final class AnalysisSession: @unchecked Sendable {
         let waiters = finishWaiters
         finishWaiters = []
         waiters.forEach { $0.resume(returning: lastTime) }
-    }
-
-    static func wireError(_ error: any Error) -> WireError {
-        switch error {
-        case let e as WireError: e
-        case let e as AudioError: WireError(.unsupportedAudioFormat, e.description)
-        default: WireError(.internalError, "analysis failed: \(error)")
-        }
     }
 }
 

@@ -38,6 +38,6 @@ public struct SessionModule: @unchecked Sendable {
 public enum SessionEvent: Sendable {
     case result(AnalyzerResult)
     case volatileRange(WireTimeRange?)
-    /// The session ended; `error` when it ended because of one.
-    case finished(WireError?)
+    /// The session ended; `error` when it ended because of one (a typed engine, audio or wire error).
+    case finished((any Error)?)
 }

@@ -1,0 +1,61 @@
+import EarshotAssets
+import EarshotAudio
+import EarshotSpeech
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// The one place where every module's typed errors become wire errors (`Docs/PROTOCOL.md` §6).
+///
+/// What a client did wrong keeps its message. Anything that is the daemon's own failure — an
+/// `internalError` from any module, or an error no module types — reaches the client only as
+/// `internal error <id>` with no detail: the detail goes to the log at error priority with the same
+/// id (journal field `ERROR_ID`), so an admin can find it and a client learns nothing about the
+/// daemon's internals.
+struct ErrorMap: Sendable {
+    /// Where internal errors are logged; nil only where nothing can be internal (tests, the
+    /// connection-level refusals).
+    let logger: Logger?
+
+    /// The wire error for `error`; `fields` (connection, peer) go into the log line of an internal one.
+    func wire(_ error: any Error, _ fields: [String: String] = [:]) -> WireError {
+        let mapped = Self.classify(error)
+        guard mapped.code == .internalError else { return mapped }
+        let id = Self.newID()
+        logger?.error("internal error \(id): \(mapped.message)", fields.merging(["error_id": id]) { $1 })
+        return WireError(.internalError, "internal error \(id); the daemon's log has the details (journalctl ERROR_ID=\(id))")
+    }
+
+    /// The code and client-facing message of every typed error; anything untyped is internal.
+    static func classify(_ error: any Error) -> WireError {
+        switch error {
+        case let e as WireError: e
+        case let e as EventDecodingError: WireError(.badRequest, e.description)
+        case let e as FrameError: WireError(.malformedFrame, e.description)
+        case let e as AssetError: e.wireError
+        case let e as AudioError: WireError(.unsupportedAudioFormat, e.description)
+        case let e as SherpaOnnxError:
+            switch e {
+            case .missingFile: WireError(.notInstalled, "\(e); reinstall the asset")
+            case .inputTooLong, .invalidInput: WireError(.badRequest, e.description)
+            case .loadFailed: WireError(.internalError, e.description)
+            }
+        case let e as PocketSphinxError:
+            switch e {
+            case .missingModelFile: WireError(.notInstalled, "\(e); reinstall the asset")
+            case .invalidWord, .invalidPronunciation, .invalidOption: WireError(.badRequest, e.description)
+            default: WireError(.internalError, e.description)
+            }
+        default: WireError(.internalError, "\(type(of: error)): \(error)")
+        }
+    }
+
+    /// 8 hex digits: enough to find one line in a journal.
+    static func newID() -> String {
+        String(UInt32.random(in: 0...UInt32.max), radix: 16).leftPadded(to: 8)
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}

@@ -29,7 +29,8 @@ let package = Package(
 
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire"], exclude: ["README.md"]),
-        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "Earshot"], exclude: ["README.md"]),
+        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
+        .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
             "EarshotWire", "EarshotSystem", "CCurl", "CSQLite", "CArchive", "CCrypto",
         ], exclude: ["README.md"]),
@@ -44,8 +45,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
-        .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotAssets"]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotAudio", "EarshotSystem"]),
+        .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine", "EarshotAssets"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine", "EarshotAudio", "EarshotSystem"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
         .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),
@@ -57,6 +58,6 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotCommandLine", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotCommandLine", "EarshotClientCommandLine", "TestSupport"]),
     ]
 )

@@ -1,4 +1,3 @@
-import Earshot
 import EarshotWire
 import Foundation
 
@@ -23,22 +22,6 @@ public struct TranscriptSegment: Codable, Sendable, Hashable {
     public var words: [Word]
     /// BCP-47 language of the segment, when the engine reports one.
     public var language: String?
-
-    /// The segment of a final transcription result (word times from its `audioTimeRange` runs).
-    public init(_ result: TranscriptionResult) {
-        start = result.range.start.seconds
-        end = result.range.end.seconds
-        language = result.language?.identifier
-        text = String(result.text.characters).trimmingCharacters(in: .whitespaces)
-        // One run is the whole text (the engine gave no word times): no word list then.
-        let runs = Array(result.text.runs)
-        words = runs.count < 2 ? [] : runs.compactMap { run in
-            let word = String(result.text[run.range].characters).trimmingCharacters(in: .whitespaces)
-            guard !word.isEmpty else { return nil }
-            let range = run[AudioTimeRangeAttribute.self]
-            return Word(text: word, start: range?.start.seconds, end: range?.end.seconds, confidence: run[TranscriptionConfidenceAttribute.self])
-        }
-    }
 
     public init(start: Double, end: Double, text: String, words: [Word] = [], language: String? = nil) {
         self.start = start

@@ -1,5 +1,6 @@
 import Earshot
 import EarshotAudio
+import EarshotClientCommandLine
 import EarshotCommandLine
 import EarshotSystem
 import EarshotWire

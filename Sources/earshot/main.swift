@@ -1,4 +1,5 @@
 import Earshot
+import EarshotClientCommandLine
 import EarshotCommandLine
 import EarshotWire
 import Foundation

@@ -1,4 +1,5 @@
 import Earshot
+import EarshotCommandLine
 import EarshotWire
 
 /// `install --locale L [--module kind]`, shared by `earshot` and `earshotctl`.

@@ -1,0 +1,20 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Module boundaries the build must keep (DESIGN §2, issue 8 "Layering").
+@Suite struct LayeringTests {
+    /// The daemon must not link the client library: its symbols (Swift mangling `$s7Earshot…`)
+    /// appear in `earshot` but never in `earshotd`.
+    @Test func theDaemonDoesNotLinkTheClientLibrary() async throws {
+        let directory = try TempDirectory("eslayer")
+        defer { directory.remove() }
+        func clientSymbols(_ product: String) async throws -> Int {
+            let run = try await ChildProcess.run("/usr/bin/nm", [BuiltProducts.path(product)], in: directory, timeout: .seconds(120))
+            try #require(run.status == 0, "nm \(product): \(run.stderr)")
+            return run.stdout.split(separator: "\n").filter { $0.contains(" $s7Earshot") }.count
+        }
+        #expect(try await clientSymbols("earshot") > 0, "the check finds the client library where it is linked")
+        #expect(try await clientSymbols("earshotd") == 0)
+    }
+}

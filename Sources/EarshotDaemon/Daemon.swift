@@ -45,6 +45,10 @@ public struct Daemon: Sendable {
         let logger = Logger(minimum: LogLevel(rawValue: config["Daemon.LogLevel"]) ?? .info, environment: environment)
         defer { logger.flush() }
         for warning in config.warnings { logger.warning("config: \(warning)") }
+        guard config.errors.isEmpty else {
+            for error in config.errors { logger.error("config: \(error); refusing to start") }
+            return 1
+        }
 
         let paths = DaemonPaths.resolve(mode: mode, socketFlag: options.socket, stateFlag: options.stateDirectory,
                                         cacheFlag: options.cacheDirectory, config: config, environment: environment)

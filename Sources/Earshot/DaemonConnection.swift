@@ -27,18 +27,42 @@ public actor DaemonConnection {
 
     /// Connects to the first daemon that answers — `socket`, else `$EARSHOT_SOCKET`, else the system
     /// socket, else the user socket — and introduces the client as `appID`.
+    ///
+    /// Before sending anything the client makes sure it talks to the Earshot daemon: the user
+    /// socket's directories must be this user's own (else ``EarshotError/untrustedSocketDirectory(path:reason:)``)
+    /// and the listening process must run as root, this user, or the service user
+    /// (`$EARSHOT_DAEMON_USER`, default `earshot`), else ``EarshotError/untrustedDaemon(path:uid:)``.
+    /// Neither tries further candidates. A daemon with no free connection slot throws
+    /// ``EarshotError/daemonBusy(path:message:)``; ``EarshotError/noDaemon(tried:)`` means none answered.
     public static func connect(socket: String? = nil, appID: String, environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> DaemonConnection {
         var tried: [(path: String, reason: String)] = []
+        let explicit = socket != nil || !(environment["EARSHOT_SOCKET"] ?? "").isEmpty
+        let userSocket = SocketLocations.user(environment: environment)
         for path in SocketLocations.candidates(explicit: socket, environment: environment) {
+            let checkDirectory = !explicit && path == userSocket
+            let fd: Int32
             do {
-                let fd = try UnixSocket.connect(path: path)
-                let connection = DaemonConnection(channel: FrameChannel(fd: fd, label: "earshot.client"), socketPath: path)
-                await connection.startReading()
-                await connection.welcomeReceived(try await connection.request(Hello(appId: appID), expecting: Welcome.self))
-                return connection
-            } catch let error as SystemError {
+                fd = try await BlockingWork.run("earshot.connect") { () throws(DaemonEndpointError) -> Int32 in
+                    try DaemonEndpoint.connect(path: path, checkUserDirectory: checkDirectory, environment: environment)
+                }
+            } catch DaemonEndpointError.unreachable(let error) {
                 tried.append((path, String(cString: strerror(error.errno))))
+                continue
+            } catch DaemonEndpointError.untrustedDirectory(let error) {
+                throw EarshotError.untrustedSocketDirectory(path: error.path ?? path, reason: error.description)
+            } catch DaemonEndpointError.untrustedPeer(let path, let uid) {
+                throw EarshotError.untrustedDaemon(path: path, uid: uid)
             }
+            let connection = DaemonConnection(channel: FrameChannel(fd: fd, label: "earshot.client"), socketPath: path)
+            await connection.startReading()
+            do {
+                await connection.welcomeReceived(try await connection.request(Hello(appId: appID), expecting: Welcome.self))
+            } catch let error as SystemError {
+                await connection.close()
+                tried.append((path, String(cString: strerror(error.errno))))
+                continue
+            }
+            return connection
         }
         throw EarshotError.noDaemon(tried: tried)
     }

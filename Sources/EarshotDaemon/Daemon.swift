@@ -75,7 +75,10 @@ public struct Daemon: Sendable {
         let manager = ServiceManager()
         let listener: Listener
         do {
-            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), userMode: options.userMode, manager: manager)
+            // The user daemon's default socket lives in directories that must be the user's own.
+            let directory: Listener.Directory = mode == .user && paths.socket == SocketLocations.user(environment: environment)
+                ? .userRuntime(environment: environment) : .create(permissions: options.userMode ? 0o700 : 0o755)
+            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), directory: directory, manager: manager)
         } catch {
             logger.error("cannot listen: \(error)")
             return 1

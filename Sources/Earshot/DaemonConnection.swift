@@ -15,6 +15,9 @@ public actor DaemonConnection {
     private var nextID = 1
     private var reader: Task<Void, Never>?
     private var closed = false
+    /// An `error` the daemon sent for the connection itself (no request id, no session): why it
+    /// is closing it, e.g. no free connection slot.
+    private var refusal: WireError?
     /// The socket path this connection uses.
     public nonisolated let socketPath: String
     /// What the daemon said in `earshot.welcome`.
@@ -57,8 +60,9 @@ public actor DaemonConnection {
             await connection.startReading()
             do {
                 await connection.welcomeReceived(try await connection.request(Hello(appId: appID), expecting: Welcome.self))
-            } catch let error as SystemError {
+            } catch {
                 await connection.close()
+                guard let error = error as? SystemError else { throw error }
                 tried.append((path, String(cString: strerror(error.errno))))
                 continue
             }
@@ -87,6 +91,10 @@ public actor DaemonConnection {
     }
 
     private func deliver(_ frame: Frame) {
+        if frame.type == ErrorEvent.eventType, frame.requestID == nil, frame.data["session"] == nil {
+            refusal = (try? frame.decode(ErrorEvent.self).wireError) ?? WireError(.internalError, "the Earshot daemon closed the connection")
+            return
+        }
         if frame.requestID == nil, let session = frame.data["session"]?.stringValue {
             sessionHandlers[session]?(frame)
             // A finished session sends nothing more.
@@ -106,7 +114,13 @@ public actor DaemonConnection {
         }
     }
 
+    /// The error for a connection the daemon refused: busy (no slot) or the daemon's own code.
+    private func refusalError(_ wire: WireError) -> EarshotError {
+        wire.code == .insufficientResources ? .daemonBusy(path: socketPath, message: wire.message) : .daemon(wire)
+    }
+
     private func finish(_ error: any Error) {
+        let error = refusal.map(refusalError) ?? error
         closed = true
         let waiters = pending
         pending = [:]
@@ -133,6 +147,10 @@ public actor DaemonConnection {
             try await channel.send(frame)
         } catch {
             awaiting[id] = nil
+            // A daemon that refused the connection said why before closing: wait for the reader
+            // to deliver that, then report it instead of the broken pipe.
+            await reader?.value
+            if let refusal { throw refusalError(refusal) }
             throw error
         }
         let reply: Frame

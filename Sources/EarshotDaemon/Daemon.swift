@@ -92,9 +92,12 @@ public struct Daemon: Sendable {
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")))
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets), speech: SpeechHarness(speech: speech, assets: assets))
-        let server = ConnectionServer(harness: harness, registry: registry, logger: logger,
-                                      channelOptions: FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec")),
-                                      maxConnections: limits.maxConnections)
+        let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
+        let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec"),
+                                                  frameTimeout: config.seconds("Limits.HandshakeTimeoutSec"), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
+        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions,
+                                      limits: ConnectionLimits(maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
+                                                               adminReserved: config.int("Limits.AdminReservedConnections")))
         let adminGroup = config["Daemon.AdminGroup"]
         let ownUID = getuid()
         let accepted = listener.connections(

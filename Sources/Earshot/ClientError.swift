@@ -10,6 +10,16 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
     case disconnected
     /// The daemon sent something this client does not understand.
     case protocolViolation(String)
+    /// The daemon at `path` answered but has no connection slot for this client (it sent
+    /// `insufficientResources` and closed): too many connections from this user or in total.
+    /// Retrying later may work; starting another daemon will not help.
+    case daemonBusy(path: String, message: String)
+    /// The process listening at `path` runs as `uid`, which is neither root, this user nor the
+    /// Earshot service user: it may be another user impersonating the daemon. Nothing was sent.
+    case untrustedDaemon(path: String, uid: UInt32)
+    /// The user socket's directory `path` is not this user's own (another owner, a symlink, or
+    /// open to others): `reason` says which. Nothing was connected to.
+    case untrustedSocketDirectory(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -18,12 +28,18 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
         case .daemon(let error): error.message
         case .disconnected: "the Earshot daemon closed the connection"
         case .protocolViolation(let what): "unexpected reply from the Earshot daemon: \(what)"
+        case .daemonBusy(let path, let message): "daemon busy: \(message) (\(path))"
+        case .untrustedDaemon(let path, let uid): "the process at \(path) is owned by uid \(uid), not the Earshot daemon"
+        case .untrustedSocketDirectory(_, let reason): "not connecting to the Earshot user socket: \(reason)"
         }
     }
 
     /// The daemon's error code, when the daemon refused the request.
     public var code: ErrorCode? {
-        if case .daemon(let error) = self { return error.code }
-        return nil
+        switch self {
+        case .daemon(let error): error.code
+        case .daemonBusy: .insufficientResources
+        default: nil
+        }
     }
 }

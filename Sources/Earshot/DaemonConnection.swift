@@ -15,6 +15,9 @@ public actor DaemonConnection {
     private var nextID = 1
     private var reader: Task<Void, Never>?
     private var closed = false
+    /// An `error` the daemon sent for the connection itself (no request id, no session): why it
+    /// is closing it, e.g. no free connection slot.
+    private var refusal: WireError?
     /// The socket path this connection uses.
     public nonisolated let socketPath: String
     /// What the daemon said in `earshot.welcome`.
@@ -27,18 +30,43 @@ public actor DaemonConnection {
 
     /// Connects to the first daemon that answers — `socket`, else `$EARSHOT_SOCKET`, else the system
     /// socket, else the user socket — and introduces the client as `appID`.
+    ///
+    /// Before sending anything the client makes sure it talks to the Earshot daemon: the user
+    /// socket's directories must be this user's own (else ``EarshotError/untrustedSocketDirectory(path:reason:)``)
+    /// and the listening process must run as root, this user, or the service user
+    /// (`$EARSHOT_DAEMON_USER`, default `earshot`), else ``EarshotError/untrustedDaemon(path:uid:)``.
+    /// Neither tries further candidates. A daemon with no free connection slot throws
+    /// ``EarshotError/daemonBusy(path:message:)``; ``EarshotError/noDaemon(tried:)`` means none answered.
     public static func connect(socket: String? = nil, appID: String, environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> DaemonConnection {
         var tried: [(path: String, reason: String)] = []
+        let explicit = socket != nil || !(environment["EARSHOT_SOCKET"] ?? "").isEmpty
+        let userSocket = SocketLocations.user(environment: environment)
         for path in SocketLocations.candidates(explicit: socket, environment: environment) {
+            let checkDirectory = !explicit && path == userSocket
+            let fd: Int32
             do {
-                let fd = try UnixSocket.connect(path: path)
-                let connection = DaemonConnection(channel: FrameChannel(fd: fd, label: "earshot.client"), socketPath: path)
-                await connection.startReading()
-                await connection.welcomeReceived(try await connection.request(Hello(appId: appID), expecting: Welcome.self))
-                return connection
-            } catch let error as SystemError {
+                fd = try await BlockingWork.run("earshot.connect") { () throws(DaemonEndpointError) -> Int32 in
+                    try DaemonEndpoint.connect(path: path, checkUserDirectory: checkDirectory, environment: environment)
+                }
+            } catch DaemonEndpointError.unreachable(let error) {
                 tried.append((path, String(cString: strerror(error.errno))))
+                continue
+            } catch DaemonEndpointError.untrustedDirectory(let error) {
+                throw EarshotError.untrustedSocketDirectory(path: error.path ?? path, reason: error.description)
+            } catch DaemonEndpointError.untrustedPeer(let path, let uid) {
+                throw EarshotError.untrustedDaemon(path: path, uid: uid)
             }
+            let connection = DaemonConnection(channel: FrameChannel(fd: fd, label: "earshot.client"), socketPath: path)
+            await connection.startReading()
+            do {
+                await connection.welcomeReceived(try await connection.request(Hello(appId: appID), expecting: Welcome.self))
+            } catch {
+                await connection.close()
+                guard let error = error as? SystemError else { throw error }
+                tried.append((path, String(cString: strerror(error.errno))))
+                continue
+            }
+            return connection
         }
         throw EarshotError.noDaemon(tried: tried)
     }
@@ -63,6 +91,10 @@ public actor DaemonConnection {
     }
 
     private func deliver(_ frame: Frame) {
+        if frame.type == ErrorEvent.eventType, frame.requestID == nil, frame.data["session"] == nil {
+            refusal = (try? frame.decode(ErrorEvent.self).wireError) ?? WireError(.internalError, "the Earshot daemon closed the connection")
+            return
+        }
         if frame.requestID == nil, let session = frame.data["session"]?.stringValue {
             sessionHandlers[session]?(frame)
             // A finished session sends nothing more.
@@ -82,7 +114,13 @@ public actor DaemonConnection {
         }
     }
 
+    /// The error for a connection the daemon refused: busy (no slot) or the daemon's own code.
+    private func refusalError(_ wire: WireError) -> EarshotError {
+        wire.code == .insufficientResources ? .daemonBusy(path: socketPath, message: wire.message) : .daemon(wire)
+    }
+
     private func finish(_ error: any Error) {
+        let error = refusal.map(refusalError) ?? error
         closed = true
         let waiters = pending
         pending = [:]
@@ -109,6 +147,10 @@ public actor DaemonConnection {
             try await channel.send(frame)
         } catch {
             awaiting[id] = nil
+            // A daemon that refused the connection said why before closing: wait for the reader
+            // to deliver that, then report it instead of the broken pipe.
+            await reader?.value
+            if let refusal { throw refusalError(refusal) }
             throw error
         }
         let reply: Frame

@@ -9,17 +9,22 @@ public struct ConfigKey: Sendable {
     /// Repeatable keys collect every assignment; an empty assignment clears the list (systemd style).
     /// Their default is a space-separated list.
     public let repeatable: Bool
+    /// A bad value of a fatal key stops the daemon instead of keeping the previous value: keys
+    /// whose fallback would be less safe than what the admin meant (a mistyped `SocketMode` must not
+    /// leave the socket 0666).
+    public let fatal: Bool
     let validate: @Sendable (String) -> String?
 
     /// `Section.Name`.
     public var id: String { "\(section).\(name)" }
 
-    init(_ section: String, _ name: String, _ defaultValue: String, repeatable: Bool = false, doc: String, validate: @escaping @Sendable (String) -> String? = { _ in nil }) {
+    init(_ section: String, _ name: String, _ defaultValue: String, repeatable: Bool = false, fatal: Bool = false, doc: String, validate: @escaping @Sendable (String) -> String? = { _ in nil }) {
         self.section = section
         self.name = name
         self.defaultValue = defaultValue
         self.doc = doc
         self.repeatable = repeatable
+        self.fatal = fatal
         self.validate = validate
     }
 }
@@ -73,13 +78,17 @@ enum ConfigValidation {
 public enum ConfigRegistry {
     public static let keys: [ConfigKey] = [
         ConfigKey("Daemon", "Socket", "", doc: "Listening socket path. Empty: /run/earshot/earshot.sock (system) or $XDG_RUNTIME_DIR/earshot/earshot.sock (--user). Ignored under socket activation.", validate: ConfigValidation.absolutePathOrEmpty),
-        ConfigKey("Daemon", "SocketMode", "0666", doc: "File mode of the socket the daemon creates itself. Clients are authorized by peer credentials, so any local user may connect by default.", validate: ConfigValidation.octalMode),
+        ConfigKey("Daemon", "SocketMode", "0666", fatal: true, doc: "File mode of the socket the daemon creates itself (octal). Clients are authorized by peer credentials, so any local user may connect by default. An invalid value stops the daemon from starting.", validate: ConfigValidation.octalMode),
         ConfigKey("Daemon", "StateDirectory", "", doc: "Installed assets and state.db. Empty: $STATE_DIRECTORY (systemd), else /var/lib/earshot or $XDG_STATE_HOME/earshot.", validate: ConfigValidation.absolutePathOrEmpty),
         ConfigKey("Daemon", "CacheDirectory", "", doc: "Partial downloads. Empty: $CACHE_DIRECTORY (systemd), else /var/cache/earshot or $XDG_CACHE_HOME/earshot.", validate: ConfigValidation.absolutePathOrEmpty),
         ConfigKey("Daemon", "AdminGroup", "earshot-admin", doc: "Members of this group (and root, and the daemon's own user) may use admin operations."),
         ConfigKey("Daemon", "LogLevel", "info", doc: "Least severe message logged: debug, info, notice, warning, error.", validate: ConfigValidation.oneOf(LogLevel.allCases.map(\.rawValue))),
         ConfigKey("Daemon", "ShutdownTimeoutSec", "10", doc: "On SIGTERM, how long in-flight requests may run before their connections are closed.", validate: ConfigValidation.seconds(in: 0...3600)),
         ConfigKey("Limits", "MaxConnections", "256", doc: "Most simultaneous client connections; more are refused with insufficientResources.", validate: ConfigValidation.integer(in: 1...65536)),
+        ConfigKey("Limits", "MaxConnectionsPerUser", "32", doc: "Most simultaneous connections one non-admin uid may hold; more are refused with insufficientResources. Admins (root, the daemon's user, AdminGroup) have no per-user cap.", validate: ConfigValidation.integer(in: 1...65536)),
+        ConfigKey("Limits", "AdminReservedConnections", "16", doc: "Connection slots only admins may take: non-admin clients together hold at most MaxConnections minus this many (and at least one), so an admin can always connect.", validate: ConfigValidation.integer(in: 0...65536)),
+        ConfigKey("Limits", "HandshakeTimeoutSec", "10", doc: "A new connection must send its first complete frame within this many seconds, and every later frame must arrive complete within this long of its first byte; slower peers (one byte a second) are disconnected. Time the daemon itself stops reading (back-pressure) does not count.", validate: ConfigValidation.seconds(in: 0.05...3600)),
+        ConfigKey("Limits", "IdleTimeoutSec", "300", doc: "A connection with nothing in flight (no request being served, no analysis session, no Wyoming transcription) and no traffic for this long is closed. 0: never.", validate: ConfigValidation.seconds(in: 0...(7 * 86400))),
         ConfigKey("Limits", "MaxHeaderBytes", "\(FrameLimits.default.maxHeaderBytes)", doc: "Longest frame header line a client may send.", validate: ConfigValidation.integer(in: 1024...(1 << 24))),
         ConfigKey("Limits", "MaxDataBytes", "\(FrameLimits.default.maxDataBytes)", doc: "Largest frame data block a client may send.", validate: ConfigValidation.integer(in: 1024...(1 << 28))),
         ConfigKey("Limits", "MaxPayloadBytes", "\(FrameLimits.default.maxPayloadBytes)", doc: "Largest frame payload (audio chunk) a client may send.", validate: ConfigValidation.integer(in: 1024...(1 << 30))),
@@ -117,7 +126,8 @@ public enum ConfigRegistry {
             "# read in lexical order after it; later assignments win, repeatable keys accumulate and an",
             "# empty assignment clears them. `earshotctl config` shows every key with its default, effective",
             "# value and the file:line it came from. An unknown key or a bad value is logged with its",
-            "# file:line and the previous value is kept.",
+            "# file:line and the previous value is kept, except for SocketMode: a bad value there stops the",
+            "# daemon from starting.",
             "#",
             "# Every key is listed here, commented out, at its default. Generated by",
             "# `earshotd --config-template` from the daemon's key registry.",

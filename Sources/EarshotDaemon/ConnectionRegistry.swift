@@ -1,11 +1,27 @@
 import EarshotSystem
+import EarshotWire
 import Foundation
 
-/// The daemon's open connections: counts for status, and what shutdown needs to close them.
+/// Who may hold how many connections (`[Limits]` in the config).
+struct ConnectionLimits: Sendable {
+    /// Every connection together.
+    var maxConnections: Int
+    /// One non-admin uid's.
+    var maxPerUser: Int
+    /// Slots only admins may take.
+    var adminReserved: Int
+
+    /// What non-admin connections together may hold: at least one.
+    var nonAdminSlots: Int { max(1, maxConnections - adminReserved) }
+}
+
+/// The daemon's open connections: counts for status, slot accounting (per uid, admin reserve), and
+/// what shutdown needs to close them.
 actor ConnectionRegistry {
     struct Entry {
         var channel: FrameChannel
         var peer: PeerCredentials
+        var admin: Bool
         var appID: String?
         /// Requests being served.
         var inFlight = 0
@@ -16,20 +32,42 @@ actor ConnectionRegistry {
     private(set) var total = 0
     private(set) var shuttingDown = false
 
+    /// Open non-admin connections, in total and per uid.
+    private var nonAdmin = 0
+    private var perUser: [UInt32: Int] = [:]
+
     var count: Int { entries.count }
 
-    /// Registers a connection; `nil` when the daemon is shutting down or `limit` is reached.
-    func add(_ channel: FrameChannel, peer: PeerCredentials, limit: Int) -> Int? {
-        guard !shuttingDown, entries.count < limit else { return nil }
+    /// Registers a connection, or says why not (`shuttingDown`, or `insufficientResources`: every
+    /// slot taken, the non-admin slots taken, or this uid's cap reached; admins may use the
+    /// reserved slots and have no per-uid cap).
+    func add(_ channel: FrameChannel, peer: PeerCredentials, admin: Bool, limits: ConnectionLimits) -> Result<Int, WireError> {
+        if shuttingDown { return .failure(WireError(.shuttingDown, "earshotd is shutting down")) }
+        if entries.count >= limits.maxConnections {
+            return .failure(WireError(.insufficientResources, "too many connections (limit \(limits.maxConnections))"))
+        }
+        if !admin {
+            if nonAdmin >= limits.nonAdminSlots {
+                return .failure(WireError(.insufficientResources, "all \(limits.nonAdminSlots) connection slots for non-admin clients are in use (the other \(limits.maxConnections - limits.nonAdminSlots) are reserved for admins)"))
+            }
+            if perUser[peer.uid, default: 0] >= limits.maxPerUser {
+                return .failure(WireError(.insufficientResources, "too many connections from uid \(peer.uid) (limit \(limits.maxPerUser) per user)"))
+            }
+            nonAdmin += 1
+            perUser[peer.uid, default: 0] += 1
+        }
         let id = nextID
         nextID += 1
         total += 1
-        entries[id] = Entry(channel: channel, peer: peer)
-        return id
+        entries[id] = Entry(channel: channel, peer: peer, admin: admin)
+        return .success(id)
     }
 
     func remove(_ id: Int) {
-        entries[id] = nil
+        guard let entry = entries.removeValue(forKey: id), !entry.admin else { return }
+        nonAdmin -= 1
+        let left = perUser[entry.peer.uid, default: 1] - 1
+        perUser[entry.peer.uid] = left > 0 ? left : nil
     }
 
     func setAppID(_ appID: String, for id: Int) {

@@ -8,7 +8,7 @@ struct ConnectionServer: Sendable {
     let registry: ConnectionRegistry
     let logger: Logger
     let channelOptions: FrameChannel.Options
-    let maxConnections: Int
+    let limits: ConnectionLimits
 
     /// Serves until `accepted` ends (the listener stopped) and every connection has closed.
     func serve(_ accepted: AsyncStream<AcceptedConnection>) async {
@@ -22,10 +22,11 @@ struct ConnectionServer: Sendable {
     private func serve(_ connection: AcceptedConnection) async {
         let channel = FrameChannel(fd: connection.fd, options: channelOptions, label: "earshot.connection")
         channel.start()
-        guard let id = await registry.add(channel, peer: connection.peer, limit: maxConnections) else {
-            let reason = await registry.shuttingDown
-                ? WireError(.shuttingDown, "earshotd is shutting down")
-                : WireError(.insufficientResources, "too many connections (limit \(maxConnections))")
+        let id: Int
+        switch await registry.add(channel, peer: connection.peer, admin: connection.admin, limits: limits) {
+        case .success(let admitted): id = admitted
+        case .failure(let reason):
+            logger.info("refused a connection: \(reason.message)", ["peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"])
             channel.post(DaemonHarness.errorFrame(reason, id: nil))
             channel.closeAfterFlush()
             return
@@ -33,6 +34,7 @@ struct ConnectionServer: Sendable {
         let fields = ["connection": "\(id)", "peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"]
         logger.debug("connection opened", fields)
         let state = ConnectionState(owner: id, channel: channel)
+        channel.setBusyCheck { state.isBusy }
         var context = RequestContext(connectionID: id, peer: connection.peer, admin: connection.admin, state: state)
         let progress: @Sendable (Frame) -> Void = { channel.post($0) }
         do {
@@ -43,15 +45,21 @@ struct ConnectionServer: Sendable {
                 }
                 defer { state.endCleanups() }
                 for try await frame in channel.frames {
-                    guard await registry.beginRequest(id) else { break }
+                    state.requestStarted()
+                    guard await registry.beginRequest(id) else {
+                        state.requestEnded()
+                        break
+                    }
                     if DaemonHarness.isLongRunning(frame.type) {
                         // Downloads may take minutes: serve them beside the connection's other requests.
                         var snapshot = context
                         group.addTask {
                             for reply in await harness.handle(frame, context: &snapshot, progress: progress) { try? await channel.send(reply) }
+                            state.requestEnded()
                             await registry.endRequest(id)
                         }
                     } else {
+                        defer { state.requestEnded() }
                         for reply in await harness.handle(frame, context: &context, progress: progress) { try await channel.send(reply) }
                         await registry.endRequest(id)
                     }

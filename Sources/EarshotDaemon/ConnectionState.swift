@@ -30,6 +30,15 @@ final class ConnectionState: @unchecked Sendable {
         set { lock.withLock { storedWyoming = newValue } }
     }
     private var storedWyoming: WyomingTranscription?
+    private var requestsInFlight = 0
+
+    /// A request is being served (until ``requestEnded()``).
+    func requestStarted() { lock.withLock { requestsInFlight += 1 } }
+    func requestEnded() { lock.withLock { requestsInFlight -= 1 } }
+
+    /// Whether the connection has work in flight (a request, a session, a Wyoming
+    /// transcription): such a connection is never closed as idle.
+    var isBusy: Bool { lock.withLock { requestsInFlight > 0 || !sessions.isEmpty || storedWyoming != nil } }
 
     init(owner: Int, channel: FrameChannel) {
         self.owner = owner

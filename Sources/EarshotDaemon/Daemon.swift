@@ -45,6 +45,10 @@ public struct Daemon: Sendable {
         let logger = Logger(minimum: LogLevel(rawValue: config["Daemon.LogLevel"]) ?? .info, environment: environment)
         defer { logger.flush() }
         for warning in config.warnings { logger.warning("config: \(warning)") }
+        guard config.errors.isEmpty else {
+            for error in config.errors { logger.error("config: \(error); refusing to start") }
+            return 1
+        }
 
         let paths = DaemonPaths.resolve(mode: mode, socketFlag: options.socket, stateFlag: options.stateDirectory,
                                         cacheFlag: options.cacheDirectory, config: config, environment: environment)
@@ -71,7 +75,10 @@ public struct Daemon: Sendable {
         let manager = ServiceManager()
         let listener: Listener
         do {
-            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), userMode: options.userMode, manager: manager)
+            // The user daemon's default socket lives in directories that must be the user's own.
+            let directory: Listener.Directory = mode == .user && paths.socket == SocketLocations.user(environment: environment)
+                ? .userRuntime(environment: environment) : .create(permissions: options.userMode ? 0o700 : 0o755)
+            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), directory: directory, manager: manager)
         } catch {
             logger.error("cannot listen: \(error)")
             return 1
@@ -87,9 +94,12 @@ public struct Daemon: Sendable {
         let errors = ErrorMap(logger: logger)
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, assets: assets, errors: errors), errors: errors)
-        let server = ConnectionServer(harness: harness, registry: registry, logger: logger,
-                                      channelOptions: FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec")),
-                                      maxConnections: limits.maxConnections)
+        let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
+        let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec"),
+                                                  frameTimeout: config.seconds("Limits.HandshakeTimeoutSec"), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
+        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions,
+                                      limits: ConnectionLimits(maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
+                                                               adminReserved: config.int("Limits.AdminReservedConnections")))
         let adminGroup = config["Daemon.AdminGroup"]
         let ownUID = getuid()
         let accepted = listener.connections(

@@ -12,6 +12,9 @@ public struct DaemonConfig: Sendable {
     private var settings: [String: Setting] = [:]
     /// Problems found while loading, each with file:line; the affected key keeps its previous value.
     public private(set) var warnings: [String] = []
+    /// Bad values of fatal keys (``ConfigKey/fatal``), each with file:line: the daemon refuses to
+    /// start while there are any.
+    public private(set) var errors: [String] = []
     /// Files read, in order.
     public private(set) var files: [String] = []
 
@@ -95,7 +98,11 @@ public struct DaemonConfig: Sendable {
             settings[key.id] = Setting(values: current, source: source)
             return nil
         }
-        if let problem = key.validate(value) {
+        if let problem = key.validate(value), key.fatal {
+            let message = "\(source): \(key.id)=\(value): \(problem)"
+            errors.append(message)
+            return message
+        } else if let problem = key.validate(value) {
             return warn("\(source): \(key.id)=\(value): \(problem); keeping \(self[key.id])")
         }
         settings[key.id] = Setting(values: [value], source: source)

@@ -7,6 +7,8 @@ public enum ListenerError: Error, CustomStringConvertible {
     case anotherDaemonAnswers(String)
     case pathOccupied(String)
     case badActivatedSocket(Int32)
+    /// The user socket's directory is not the user's own.
+    case unsafeDirectory(SecureDirectoryError)
     case system(SystemError)
 
     public var description: String {
@@ -14,6 +16,7 @@ public enum ListenerError: Error, CustomStringConvertible {
         case .anotherDaemonAnswers(let path): "another earshotd already answers on \(path)"
         case .pathOccupied(let path): "\(path) exists and is not a socket; refusing to replace it"
         case .badActivatedSocket(let fd): "socket-activated fd \(fd) is not a listening Unix stream socket"
+        case .unsafeDirectory(let error): "\(error)"
         case .system(let error): "\(error)"
         }
     }
@@ -45,18 +48,32 @@ final class Listener: @unchecked Sendable {
         self.ownsPath = ownsPath
     }
 
+    /// How the socket's directory is made.
+    enum Directory {
+        /// The user daemon's default socket: the runtime directories must be the user's own
+        /// (``SocketLocations/prepareUserSocketDirectory(environment:)``), created 0700 if missing.
+        case userRuntime(environment: [String: String])
+        /// An explicit or system path: created (with parents) with these permissions if missing.
+        case create(permissions: Int)
+    }
+
     /// Takes the socket-activated fd if there is one, else binds `path` with `mode`.
-    static func open(path: String, mode: mode_t, userMode: Bool, manager: ServiceManager) throws(ListenerError) -> Listener {
+    static func open(path: String, mode: mode_t, directory policy: Directory, manager: ServiceManager) throws(ListenerError) -> Listener {
         if let fd = manager.activatedSockets().first {
             guard manager.isListeningUnixStream(fd) else { throw .badActivatedSocket(fd) }
             do { try UnixSocket.prepareInherited(fd) } catch { throw .system(error) }
             return Listener(fd: fd, path: UnixSocket.boundPath(fd), activated: true, ownsPath: false)
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: userMode ? 0o700 : 0o755])
-        } catch {
-            throw .system(SystemError("mkdir(\(directory))", errno: (error as NSError).code == NSFileWriteNoPermissionError ? EACCES : EIO))
+        switch policy {
+        case .userRuntime(let environment):
+            do { try SocketLocations.prepareUserSocketDirectory(environment: environment) } catch { throw .unsafeDirectory(error) }
+        case .create(let permissions):
+            let directory = (path as NSString).deletingLastPathComponent
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: permissions])
+            } catch {
+                throw .system(SystemError("mkdir(\(directory))", errno: (error as NSError).code == NSFileWriteNoPermissionError ? EACCES : EIO))
+            }
         }
         var st = stat()
         if lstat(path, &st) == 0 {

@@ -10,10 +10,18 @@ public enum ChannelError: Error, Sendable, Hashable, CustomStringConvertible {
     case closed
     /// The peer did not read its output within the stall timeout or let it grow past the limit.
     case slowPeer
+    /// The peer did not complete its first frame, or a frame it had begun, within `seconds`
+    /// (``FrameChannel/Options/frameTimeout``).
+    case frameTimeout(seconds: Double)
+    /// Nothing moved either way for `seconds` while the owner had nothing in flight
+    /// (``FrameChannel/Options/idleTimeout``).
+    case idle(seconds: Double)
     public var description: String {
         switch self {
         case .closed: "connection closed"
         case .slowPeer: "peer is not reading its output"
+        case .frameTimeout(let seconds): "no complete frame within \(seconds) s"
+        case .idle(let seconds): "idle for \(seconds) s"
         }
     }
 }
@@ -25,6 +33,12 @@ public enum ChannelError: Error, Sendable, Hashable, CustomStringConvertible {
 /// ``SystemError`` on socket failure); reading pauses while `maxBufferedFrames` are unconsumed.
 /// Outgoing frames are queued; ``send(_:)`` waits while more than `highWaterBytes` are queued,
 /// ``post(_:)`` never waits and drops the peer when `maxQueuedBytes` is exceeded.
+///
+/// Optional timeouts keep a peer from holding the connection for nothing: ``Options/frameTimeout``
+/// (the first frame, and every frame once its first byte arrived, must arrive whole in time;
+/// time the channel itself stops reading for back-pressure does not count) and
+/// ``Options/idleTimeout`` (no traffic either way while ``setBusyCheck(_:)`` says nothing is in
+/// flight). Both end the input with a ``ChannelError`` and close the channel.
 public final class FrameChannel: @unchecked Sendable {
     /// Tuning for one channel.
     public struct Options: Sendable {
@@ -34,12 +48,21 @@ public final class FrameChannel: @unchecked Sendable {
         public var maxQueuedBytes: Int
         /// Seconds queued output may sit without the peer reading any of it.
         public var stallTimeout: Double
-        public init(limits: FrameLimits = .default, maxBufferedFrames: Int = 64, highWaterBytes: Int = 1 << 20, maxQueuedBytes: Int = 32 << 20, stallTimeout: Double = 30) {
+        /// Seconds the peer has for its first frame (from ``start()``) and for each later frame
+        /// (from its first byte) while the channel reads; nil: no limit. Stops slow-loris senders.
+        public var frameTimeout: Double?
+        /// Seconds without traffic either way after which the channel closes, unless nothing is
+        /// buffered and the busy check says the owner has work in flight; nil: never.
+        public var idleTimeout: Double?
+        public init(limits: FrameLimits = .default, maxBufferedFrames: Int = 64, highWaterBytes: Int = 1 << 20, maxQueuedBytes: Int = 32 << 20, stallTimeout: Double = 30,
+                    frameTimeout: Double? = nil, idleTimeout: Double? = nil) {
             self.limits = limits
             self.maxBufferedFrames = maxBufferedFrames
             self.highWaterBytes = highWaterBytes
             self.maxQueuedBytes = maxQueuedBytes
             self.stallTimeout = stallTimeout
+            self.frameTimeout = frameTimeout
+            self.idleTimeout = idleTimeout
         }
     }
 
@@ -82,6 +105,16 @@ public final class FrameChannel: @unchecked Sendable {
     private var closeWhenFlushed = false
     private var lastProgress = DispatchTime.now()
     private var pendingCancels = 0
+    // Timeouts (confined to `queue`).
+    private var timer: DispatchSourceTimer?
+    private var timerDeadline: DispatchTime?
+    /// When the frame being received began (before the first frame: when the channel started);
+    /// nil when no frame is under way or reading is paused.
+    private var frameStarted: DispatchTime?
+    private var receivedFrame = false
+    /// Last byte in or out, or frame consumed.
+    private var lastActivity = DispatchTime.now()
+    private var busyCheck: (@Sendable () -> Bool)?
 
     /// Takes ownership of `fd`, a connected non-blocking socket. Call ``start()`` to begin I/O.
     public init(fd: Int32, options: Options = Options(), label: String = "earshot.channel") {
@@ -112,8 +145,17 @@ public final class FrameChannel: @unchecked Sendable {
             write.resume()
             write.suspend()
             writeSuspended = true
+            lastActivity = .now()
+            if options.frameTimeout != nil { frameStarted = .now() }
+            armTimer()
             if !output.isEmpty { flush() }
         }
+    }
+
+    /// Sets what the idle timeout asks before closing: whether the owner has work in flight
+    /// (a request being served, an open session). Runs on the channel's queue; must not block.
+    public func setBusyCheck(_ check: @escaping @Sendable () -> Bool) {
+        queue.async { [self] in busyCheck = check }
     }
 
     /// Queues `frame` and returns once queued output is below the high-water mark.
@@ -172,19 +214,25 @@ public final class FrameChannel: @unchecked Sendable {
         while !inputDone {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n > 0 {
+                lastActivity = .now()
+                let wasInFrame = decoder.bufferedByteCount > 0
                 decoder.feed(buffer[0..<n])
+                var completed = false
                 do {
                     while let frame = try decoder.next() {
                         bufferedFrames += 1
+                        completed = true
                         input.yield(frame)
                     }
                 } catch {
                     finishInput(throwing: error)
                     return
                 }
+                frameProgress(completed: completed, wasInFrame: wasInFrame)
                 if bufferedFrames >= options.maxBufferedFrames {
                     readSource?.suspend()
                     readSuspended = true
+                    frameStarted = nil // our pause, not the peer's delay
                     return
                 }
             } else if n == 0 {
@@ -208,8 +256,11 @@ public final class FrameChannel: @unchecked Sendable {
     fileprivate func consumed() {
         queue.async { [self] in
             bufferedFrames -= 1
+            lastActivity = .now()
             if readSuspended, !inputDone, bufferedFrames <= options.maxBufferedFrames / 2 {
                 readSuspended = false
+                if options.frameTimeout != nil, decoder.bufferedByteCount > 0 { frameStarted = .now() }
+                armTimer()
                 readSource?.resume()
             }
         }
@@ -239,11 +290,15 @@ public final class FrameChannel: @unchecked Sendable {
             if n > 0 {
                 outputStart += n
                 lastProgress = .now()
+                lastActivity = lastProgress
                 continue
             }
             let code = errno
             if n < 0 && code == EINTR { continue }
             if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) { break }
+            // The peer may have said why it went away (e.g. an error before closing): deliver
+            // what it sent before failing.
+            if readSource != nil, !readSuspended { readAvailable() }
             fail(SystemError("send", errno: code))
             return
         }
@@ -284,9 +339,68 @@ public final class FrameChannel: @unchecked Sendable {
         shutdown(error)
     }
 
+    /// Updates the frame clock after a read: a frame is timed from its first byte; the first
+    /// frame from ``start()``.
+    private func frameProgress(completed: Bool, wasInFrame: Bool) {
+        guard options.frameTimeout != nil else { return }
+        if completed { receivedFrame = true }
+        if receivedFrame {
+            if decoder.bufferedByteCount == 0 {
+                frameStarted = nil
+            } else if completed || !wasInFrame || frameStarted == nil {
+                frameStarted = .now()
+            }
+        }
+        armTimer()
+    }
+
+    /// The earliest moment a timeout could expire, if any applies.
+    private func nextDeadline() -> DispatchTime? {
+        guard !closed, !inputDone, !closeWhenFlushed else { return nil }
+        var deadline: DispatchTime?
+        if let timeout = options.frameTimeout, let started = frameStarted, !readSuspended { deadline = started + timeout }
+        if let timeout = options.idleTimeout {
+            let idle = lastActivity + timeout
+            deadline = deadline.map { min($0, idle) } ?? idle
+        }
+        return deadline
+    }
+
+    /// Makes the timer fire no later than the next deadline (it re-checks when it fires).
+    private func armTimer() {
+        guard let deadline = nextDeadline() else { return }
+        if let scheduled = timerDeadline, scheduled <= deadline { return }
+        let timer = self.timer ?? {
+            let made = DispatchSource.makeTimerSource(queue: queue)
+            made.setEventHandler { [weak self] in self?.deadlineReached() }
+            made.resume()
+            self.timer = made
+            return made
+        }()
+        timer.schedule(deadline: deadline)
+        timerDeadline = deadline
+    }
+
+    private func deadlineReached() {
+        timerDeadline = nil
+        guard !closed, !inputDone, !closeWhenFlushed else { return }
+        let now = DispatchTime.now()
+        if let timeout = options.frameTimeout, let started = frameStarted, !readSuspended, started + timeout <= now {
+            return fail(ChannelError.frameTimeout(seconds: timeout))
+        }
+        if let timeout = options.idleTimeout, lastActivity + timeout <= now {
+            let idle = queuedBytes == 0 && bufferedFrames == 0 && decoder.bufferedByteCount == 0 && !(busyCheck?() ?? false)
+            if idle { return fail(ChannelError.idle(seconds: timeout)) }
+            lastActivity = now // busy counts as activity
+        }
+        armTimer()
+    }
+
     private func shutdown(_ error: (any Error)?) {
         guard !closed else { return }
         closed = true
+        timer?.cancel()
+        timer = nil
         finishInput(throwing: error)
         let pending = waiters
         waiters = []

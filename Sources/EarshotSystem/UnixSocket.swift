@@ -26,6 +26,8 @@ public enum UnixSocket {
     }
 
     /// Binds and listens on `path` with file mode `mode`. The caller handles stale sockets first.
+    /// The socket is bound under umask 0177 (it never exists with more than 0600), then given
+    /// `mode` by ``setMode(ofSocketAt:to:)``, which never follows a symlink.
     public static func listen(path: String, mode: mode_t, backlog: Int32 = 128) throws(SystemError) -> Int32 {
         let fd = try newSocket()
         do throws(SystemError) {
@@ -38,7 +40,7 @@ public enum UnixSocket {
             let bindErrno = Glibc.errno
             umask(oldMask)
             if bound == -1 { throw SystemError("bind(\(path))", errno: bindErrno) }
-            try systemCall("chmod(\(path))") { chmod(path, mode) }
+            try setMode(ofSocketAt: path, to: mode)
             try systemCall("listen") { Glibc.listen(fd, backlog) }
             return fd
         } catch {
@@ -46,6 +48,33 @@ public enum UnixSocket {
             throw error
         }
     }
+
+    /// Sets the file mode of the socket at `path` without following a symlink, on the very inode
+    /// checked: opens the path with `O_PATH | O_NOFOLLOW` (a symlink is then the link itself, never
+    /// its target), requires a socket owned by this process's euid, and changes the mode through
+    /// `/proc/self/fd/N`, which names that inode, not the path. (This is what glibc's
+    /// `fchmodat(AT_SYMLINK_NOFOLLOW)` does on kernels without `fchmodat2`, plus the type and
+    /// owner check, so neither a symlink nor a planted hard link to a file has its mode changed.)
+    ///
+    /// Why not the alternatives: `chmod(path)` follows symlinks; `fchmod` on the socket fd after
+    /// `bind` changes the socket's own (sockfs) inode, not the file `bind` created; `fchmod` before
+    /// `bind` works on Linux (bind copies that mode, minus the umask), but would need the
+    /// process-wide umask loosened while other threads create files.
+    public static func setMode(ofSocketAt path: String, to mode: mode_t) throws(SystemError) {
+        let fd = try systemCall("open(\(path), O_PATH|O_NOFOLLOW)") { open(path, oPath | O_NOFOLLOW | O_CLOEXEC) }
+        defer { close(fd) }
+        var st = stat()
+        try systemCall("fstat(\(path))") { fstat(fd, &st) }
+        let type = st.st_mode & S_IFMT
+        guard type == S_IFSOCK else {
+            throw SystemError("chmod(\(path)): refusing a \(type == S_IFLNK ? "symbolic link" : "file that is not a socket")", errno: type == S_IFLNK ? ELOOP : ENOTSOCK)
+        }
+        guard st.st_uid == geteuid() else { throw SystemError("chmod(\(path)): the socket is owned by uid \(st.st_uid)", errno: EPERM) }
+        try systemCall("chmod(\(path) via /proc/self/fd)") { chmod("/proc/self/fd/\(fd)", mode) }
+    }
+
+    /// `O_PATH` (Linux; Glibc's module does not export it).
+    static let oPath: Int32 = 0o10000000
 
     /// Connects to the socket at `path`. Fails at once (no waiting) when nothing listens.
     public static func connect(path: String) throws(SystemError) -> Int32 {

@@ -145,3 +145,16 @@ import TestSupport
         #expect(!DaemonHarness.isValidAppID(String(repeating: "a", count: 256)))
     }
 }
+
+/// Issue 8, defect 10 — `SocketMode` failed open: a bad value was only a warning.
+@Suite struct SocketModeFailsOpenConfigTests {
+    @Test func badSocketModeIsAnErrorNotAWarning() {
+        var config = DaemonConfig()
+        config.parse("[Daemon]\nSocketMode=0668\n[Limits]\nMaxConnections=lots\n", source: "m.conf")
+        #expect(config.errors == ["m.conf:2: Daemon.SocketMode=0668: expected an octal file mode such as 0660"])
+        #expect(!config.warnings.contains { $0.contains("SocketMode") })
+        #expect(config.warnings.contains { $0.hasPrefix("m.conf:4: Limits.MaxConnections=lots") }) // other keys still only warn
+        config.parse("[Daemon]\nSocketMode=0640\n", source: "n.conf")
+        #expect(config["Daemon.SocketMode"] == "0640")
+    }
+}

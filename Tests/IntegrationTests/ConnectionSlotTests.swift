@@ -1,0 +1,123 @@
+import Earshot
+import EarshotSystem
+import EarshotWire
+import Foundation
+import Testing
+import TestSupport
+
+/// Issue 8, defect 3 — connection-slot denial of service: one local user holding every connection
+/// slot (idle, or trickling a byte at a time) locked every other client out. Per-uid cap, admin
+/// reserve, handshake/frame timeout and idle timeout, and the client's "daemon busy" error.
+@Suite struct ConnectionSlotDenialOfServiceTests {
+    @Test func oneUserHoldingItsConnectionCapCannotLockOutAnotherUser() async throws {
+        let daemon = try await TestDaemon(config: "[Limits]\nMaxConnectionsPerUser=3\n")
+        defer { Task { await daemon.cleanUp() } }
+        OtherUser.openDirectories(daemon.directory.path, daemon.directory.file("run"))
+        let holder = try OtherUser.start(as: OtherUser.nobody, "/usr/bin/python3", ["-c", OtherUser.holder, daemon.socket, "3"], in: daemon.directory, name: "holder")
+        defer { Task { await holder.stop() } }
+        _ = try await OtherUser.waitForLine(holder, "holding")
+        #expect(holder.stdout.split(separator: "\n").prefix(3).allSatisfy { $0.contains(#""type": "earshot.welcome""#) }, "\(holder.stdout)")
+
+        // The same uid's next connection is refused, and the CLI says so (not "no daemon answers").
+        let refused = try await OtherUser.run(as: OtherUser.nobody, BuiltProducts.path("earshot"), ["--socket", daemon.socket, "status"], in: daemon.directory)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("daemon busy"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("uid 65534"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("no Earshot daemon answers") && !refused.stderr.contains("starting earshotd"), "\(refused.stderr)")
+
+        // Another uid still connects.
+        let other = try await OtherUser.run(as: OtherUser.stranger, BuiltProducts.path("earshot"), ["--socket", daemon.socket, "status"], in: daemon.directory)
+        #expect(other.status == 0, "\(other.stderr)")
+        #expect(other.stdout.contains("pid \(daemon.child.pid)"), "\(other.stdout)")
+    }
+
+    @Test func adminsCanAlwaysConnectThroughTheReservedSlots() async throws {
+        let daemon = try await TestDaemon(config: "[Limits]\nMaxConnections=6\nAdminReservedConnections=2\nMaxConnectionsPerUser=4\n")
+        defer { Task { await daemon.cleanUp() } }
+        OtherUser.openDirectories(daemon.directory.path, daemon.directory.file("run"))
+        let holder = try OtherUser.start(as: OtherUser.nobody, "/usr/bin/python3", ["-c", OtherUser.holder, daemon.socket, "4"], in: daemon.directory, name: "holder")
+        defer { Task { await holder.stop() } }
+        _ = try await OtherUser.waitForLine(holder, "holding")
+
+        // Non-admins have used up their 4 slots: another non-admin uid is refused…
+        let stranger = try await OtherUser.run(as: OtherUser.stranger, BuiltProducts.path("earshot"), ["--socket", daemon.socket, "status"], in: daemon.directory)
+        #expect(stranger.status == 1)
+        #expect(stranger.stderr.contains("daemon busy"), "\(stranger.stderr)")
+
+        // …but root (an admin) gets the two reserved slots.
+        let first = try TestConnection(daemon.socket)
+        let second = try TestConnection(daemon.socket)
+        defer { first.close(); second.close() }
+        for connection in [first, second] {
+            let welcome = try #require(try await connection.roundTrip(Hello(id: "h", appId: "org.example.admin"))).decode(Welcome.self)
+            #expect(welcome.admin)
+        }
+        // Every slot is taken now: the client library reports a busy daemon, as a typed error.
+        await #expect {
+            _ = try await DaemonConnection.connect(socket: daemon.socket, appID: "org.example.admin")
+        } throws: { error in
+            guard case EarshotError.daemonBusy(let path, let message) = error else { return false }
+            return path == daemon.socket && message.contains("limit 6")
+        }
+    }
+
+    @Test func idleConnectionIsClosedAfterTheIdleTimeout() async throws {
+        let daemon = try await TestDaemon(config: "[Limits]\nIdleTimeoutSec=0.5\n")
+        defer { Task { await daemon.cleanUp() } }
+        // A client that keeps talking is not idle…
+        let talker = try TestConnection(daemon.socket)
+        defer { talker.close() }
+        _ = try #require(try await talker.roundTrip(Hello(id: "h", appId: "org.example.talker")))
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(1.5) {
+            #expect(try #require(try await talker.roundTrip(Ping(text: "still here"))).type == Pong.eventType)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        // …one that stops is closed.
+        let began = ContinuousClock.now
+        #expect(try await Self.closes(talker, within: .seconds(10)), "the idle connection stayed open")
+        #expect(ContinuousClock.now - began < .seconds(5))
+    }
+
+    @Test func connectionThatSendsNothingIsClosedByTheHandshakeTimeout() async throws {
+        let daemon = try await TestDaemon(config: "[Limits]\nHandshakeTimeoutSec=0.5\n")
+        defer { Task { await daemon.cleanUp() } }
+        let silent = try TestConnection(daemon.socket)
+        defer { silent.close() }
+        #expect(try await Self.closes(silent, within: .seconds(10)), "the silent connection stayed open")
+    }
+
+    @Test func slowLorisSenderIsDroppedByTheHandshakeTimeout() async throws {
+        let daemon = try await TestDaemon(config: "[Limits]\nHandshakeTimeoutSec=0.5\nIdleTimeoutSec=0\n")
+        defer { Task { await daemon.cleanUp() } }
+        let loris = try TestConnection(daemon.socket)
+        defer { loris.close() }
+        _ = try #require(try await loris.roundTrip(Hello(id: "h", appId: "org.example.loris")))
+        // One frame, a byte every 50 ms: about 10 s for the whole frame.
+        let bytes = try Frame(Ping(text: String(repeating: "z", count: 150))).encoded()
+        let trickle = Task {
+            for byte in bytes {
+                guard (try? loris.sendRaw([byte])) != nil, !Task.isCancelled else { return }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { trickle.cancel() }
+        let began = ContinuousClock.now
+        #expect(try await Self.closes(loris, within: .seconds(8)), "the slow-loris connection stayed open")
+        #expect(ContinuousClock.now - began < .seconds(5))
+    }
+
+    /// Whether the daemon closes `connection` (end of stream or a reset) within `timeout`.
+    static func closes(_ connection: TestConnection, within timeout: Duration) async throws -> Bool {
+        do {
+            while let frame = try await connection.next(timeout: timeout) {
+                Issue.record("unexpected frame \(frame.type) before the close")
+            }
+            return true
+        } catch is SystemError {
+            return true
+        } catch let error as CocoaError where error.code == .userCancelled {
+            return false
+        }
+    }
+}

@@ -41,7 +41,7 @@ struct SpeechHarness: Sendable {
             let stats = await speech.stats()
             return [try Frame(StatsReply(id: request.id, sessions: stats.sessions,
                                          models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
-                                         modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes()))]
+                                         modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes(), liveObjects: LiveObjects.counts))]
         case EndRetentionRequest.eventType:
             let request = try frame.decode(EndRetentionRequest.self)
             return [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await speech.endRetention()))]

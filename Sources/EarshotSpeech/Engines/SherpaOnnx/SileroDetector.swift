@@ -1,4 +1,5 @@
 import CSherpaOnnx
+import EarshotSystem
 import Foundation
 
 /// How readily voice activity detection calls audio speech.
@@ -148,9 +149,13 @@ public final class SileroDetector: @unchecked Sendable {
         lengthSplitSamples = Int(config.maxSpeechDuration * rate) - Self.step * 2
         maxGap = Int64(1.5 * rate)
         padding = Int64(config.speechPadding * rate)
+        LiveObjects.created("SileroDetector")
     }
 
-    deinit { SherpaOnnxDestroyVoiceActivityDetector(vad) }
+    deinit {
+        LiveObjects.destroyed("SileroDetector")
+        SherpaOnnxDestroyVoiceActivityDetector(vad)
+    }
 
     /// Feeds 16 kHz mono samples in [-1, 1], any number at a time.
     public func accept(_ samples: [Float]) {

@@ -17,9 +17,11 @@ struct SpeechHarness: Sendable {
         switch frame.type {
         case AnalyzerOpen.eventType:
             let request = try frame.decode(AnalyzerOpen.self)
-            let session = try await open(request.modules, options: request.options, context: request.context, requester: context) { id, event in
-                if let frame = Self.frame(for: event, session: id) { state.channel.post(frame) }
-                if case .finished = event { state.sessionFinished(id) }
+            let channel = state.channel
+            // The state holds the session, which holds this handler: no strong reference back.
+            let session = try await open(request.modules, options: request.options, context: request.context, requester: context) { [weak state] id, event in
+                if let frame = Self.frame(for: event, session: id) { channel.post(frame) }
+                if case .finished = event { state?.sessionFinished(id) }
             }
             return [try Frame(AnalyzerOpened(id: request.id, session: session.id, audioFormats: [.speech16k]))]
         case AnalyzerAudio.eventType:
@@ -143,7 +145,9 @@ struct SpeechHarness: Sendable {
             await speech.close(open.session.id)
             for lease in open.leases { await assets.endLease(lease) }
         }
-        if let wyoming = state.wyoming { await wyoming.release(assets: assets, speech: speech) }
+        // The Wyoming session was in the table above; the job only lets go of it and its converter.
+        _ = state.wyoming?.close()
+        state.wyoming = nil
         await speech.ownerGone(state.owner)
     }
 

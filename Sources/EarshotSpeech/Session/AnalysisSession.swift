@@ -1,5 +1,6 @@
 import Dispatch
 import EarshotAudio
+import EarshotSystem
 import EarshotWire
 import Foundation
 
@@ -53,7 +54,10 @@ public final class AnalysisSession: @unchecked Sendable {
         self.vad = vad
         self.emit = emit
         queue = DispatchQueue(label: "earshot.session.\(id)")
+        LiveObjects.created("AnalysisSession")
     }
+
+    deinit { LiveObjects.destroyed("AnalysisSession") }
 
     // MARK: Client operations (any thread)
 

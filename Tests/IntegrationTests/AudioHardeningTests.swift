@@ -4,8 +4,8 @@ import Testing
 import TestSupport
 
 /// Issue 8's audio defects against the real daemon (dictation only, so every transcription is
-/// PocketSphinx and quick): hostile Wyoming formats (#1), the Wyoming leak (#2) and the error code
-/// of a partial sample frame (#8). Memory is the daemon's own, from
+/// PocketSphinx and quick): hostile Wyoming formats (#1), the Wyoming leak (#2), memory over long
+/// streams (#6) and the error code of a partial sample frame (#8). Memory is the daemon's own, from
 /// `/proc` (peak since a reset, so freed allocations still count) and `earshot.stats`.
 @Suite(.serialized, .speechDaemon(modules: ["dictation"]))
 struct AudioHardeningTests {
@@ -173,6 +173,32 @@ struct AudioHardeningTests {
         let stats = try await monitor.pollStats { $0.liveObjects?["Resampler"] == 0 && $0.liveObjects?["AnalysisSession"] == 0 }
         #expect(stats.liveObjects?["Resampler"] == 0, "\(stats.liveObjects ?? [:])")
         #expect(stats.liveObjects?["AnalysisSession"] == 0, "\(stats.liveObjects ?? [:])")
+    }
+
+    /// #6 "Memory grows with stream length" through the daemon: 20 minutes of silence sent as fast
+    /// as the session takes it; resident memory stays flat after the first four minutes.
+    @Test func memoryGrowsWithStreamLength() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let monitor = try TestConnection(daemon.socket)
+        let client = try TestConnection(daemon.socket)
+        defer { monitor.close(); client.close() }
+        var session = try await WireSession.opened(client, [SpeechFixtures.dictation()])
+        let tenSeconds = [UInt8](repeating: 0, count: 10 * SpeechFixtures.rate * 2)
+        var resident: [Int] = []
+        let began = ContinuousClock.now
+        for index in 1...120 {
+            try await client.send(AnalyzerAudio(session: session.id, format: .speech16k, start: nil), payload: tenSeconds)
+            if index % 12 == 0 { resident.append(try await monitor.stats().residentBytes) }
+        }
+        let done = try await session.finish(timeout: .seconds(300))
+        let elapsed = ContinuousClock.now - began
+        let mib = resident.map { $0 >> 20 }
+        print("[long silence] 20 min in \(elapsed): resident MiB every 2 min: \(mib)")
+        #expect(done.lastSampleTime == WireTime(value: 1200, timescale: 1))
+        #expect(session.finished?.error == nil)
+        // Allocator noise is about ±10 MiB; the old daemon grew 3–4 MiB a minute (open audio).
+        let settled = resident.dropFirst(2)
+        #expect(settled.max()! - settled.min()! < 32 << 20, "resident memory grew over 20 minutes of silence: \(mib) MiB")
     }
 }
 

@@ -10,6 +10,8 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
     case disconnected
     /// The daemon sent something this client does not understand.
     case protocolViolation(String)
+    /// Audio this client cannot send (e.g. a sample rate that is not a whole number of Hz).
+    case unsupportedAudioFormat(String)
 
     public var description: String {
         switch self {
@@ -18,12 +20,17 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
         case .daemon(let error): error.message
         case .disconnected: "the Earshot daemon closed the connection"
         case .protocolViolation(let what): "unexpected reply from the Earshot daemon: \(what)"
+        case .unsupportedAudioFormat(let what): "unsupported audio format: \(what)"
         }
     }
 
-    /// The daemon's error code, when the daemon refused the request.
+    /// The daemon's error code when the daemon refused the request (`unsupportedAudioFormat` also
+    /// for audio refused before it was sent).
     public var code: ErrorCode? {
-        if case .daemon(let error) = self { return error.code }
-        return nil
+        switch self {
+        case .daemon(let error): error.code
+        case .unsupportedAudioFormat: .unsupportedAudioFormat
+        default: nil
+        }
     }
 }

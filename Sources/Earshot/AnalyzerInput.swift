@@ -39,12 +39,17 @@ public struct AudioBuffer: Sendable, Hashable {
     public var frameLength: Int { samples.count / max(format.channelCount, 1) }
 
     /// The samples as little-endian PCM of the buffer's format.
-    var wireBytes: [UInt8] {
+    var wireBytes: [UInt8] { wireBytes(frames: 0..<frameLength) }
+
+    /// Frames `frames` as little-endian PCM of the buffer's format.
+    func wireBytes(frames: Range<Int>) -> [UInt8] {
+        let channels = max(format.channelCount, 1)
+        let slice = Array(samples[(frames.lowerBound * channels)..<(frames.upperBound * channels)])
         switch format.commonFormat {
         case .pcmFormatInt16:
-            return PCMSamples.s16le(samples)
+            return PCMSamples.s16le(slice)
         case .pcmFormatFloat32:
-            return samples.withUnsafeBytes { Array($0) }
+            return slice.withUnsafeBytes { Array($0) }
         }
     }
 }

@@ -20,6 +20,8 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
     /// The user socket's directory `path` is not this user's own (another owner, a symlink, or
     /// open to others): `reason` says which. Nothing was connected to.
     case untrustedSocketDirectory(path: String, reason: String)
+    /// Audio this client cannot send (e.g. a sample rate that is not a whole number of Hz).
+    case unsupportedAudioFormat(String)
 
     public var description: String {
         switch self {
@@ -31,14 +33,17 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
         case .daemonBusy(let path, let message): "daemon busy: \(message) (\(path))"
         case .untrustedDaemon(let path, let uid): "the process at \(path) is owned by uid \(uid), not the Earshot daemon"
         case .untrustedSocketDirectory(_, let reason): "not connecting to the Earshot user socket: \(reason)"
+        case .unsupportedAudioFormat(let what): "unsupported audio format: \(what)"
         }
     }
 
-    /// The daemon's error code, when the daemon refused the request.
+    /// The daemon's error code when the daemon refused the request (`unsupportedAudioFormat` also
+    /// for audio refused before it was sent).
     public var code: ErrorCode? {
         switch self {
         case .daemon(let error): error.code
         case .daemonBusy: .insufficientResources
+        case .unsupportedAudioFormat: .unsupportedAudioFormat
         default: nil
         }
     }

@@ -108,22 +108,50 @@ public actor SpeechAnalyzer {
     /// Streams `inputSequence` to the session; returns the time just after the last sample
     /// consumed (nil if none) when the sequence ends or the task is cancelled. Analysis of the last
     /// audio may still be in progress: finalize or finish to wait for it.
+    ///
+    /// Buffers of any length are sent as several frames, each within the payload limit the daemon
+    /// announced (`earshot.welcome` `limits.frame.max_payload_bytes`). A buffer whose sample rate is
+    /// not a whole number of Hz (1 Hz … 2³¹ − 1 Hz) or that has no channels throws
+    /// ``EarshotError/unsupportedAudioFormat(_:)``.
     public func analyzeSequence<S: AsyncSequence & Sendable>(_ inputSequence: S) async throws -> CMTime? where S.Element == AnalyzerInput {
         let (connection, id) = try await session()
+        let payloadLimit = await connection.welcome?.limits.frame.maxPayloadBytes ?? FrameLimits.default.maxPayloadBytes
         do {
             for try await input in inputSequence {
                 if Task.isCancelled || finished { break }
-                let format = AudioFormatSpec(rate: Int(input.buffer.format.sampleRate), width: input.buffer.format.commonFormat == .pcmFormatInt16 ? 2 : 4,
-                                             channels: input.buffer.format.channelCount, encoding: input.buffer.format.commonFormat == .pcmFormatInt16 ? "s16le" : "f32le")
-                try await connection.send(AnalyzerAudio(session: id, format: format, start: input.bufferStartTime), payload: input.buffer.wireBytes)
+                let buffer = input.buffer
+                let format = try Self.wireFormat(buffer.format)
+                // Whole sample frames per payload, within the daemon's limit.
+                let framesPerPayload = max(1, payloadLimit / (format.width * format.channels))
+                var first = 0
+                while first < buffer.frameLength {
+                    let end = min(first + framesPerPayload, buffer.frameLength)
+                    try await connection.send(AnalyzerAudio(session: id, format: format, start: first == 0 ? input.bufferStartTime : nil),
+                                              payload: buffer.wireBytes(frames: first..<end))
+                    first = end
+                }
                 let start = input.bufferStartTime ?? lastSampleTime ?? .zero
-                lastSampleTime = start + CMTime(value: Int64(input.buffer.frameLength), timescale: Int32(input.buffer.format.sampleRate))
+                lastSampleTime = start + CMTime(value: Int64(buffer.frameLength), timescale: Int32(format.rate))
             }
         } catch is CancellationError {
             // Cancelled: return the watermark, as Apple's does.
         }
         if let failure { throw failure }
         return lastSampleTime
+    }
+
+    /// The wire format of `format`, or ``EarshotError/unsupportedAudioFormat(_:)`` for a rate that
+    /// is not a whole, positive number of Hz that fits a time scale, or no channels.
+    static func wireFormat(_ format: AudioFormat) throws -> AudioFormatSpec {
+        let rate = format.sampleRate
+        guard rate.isFinite, rate >= 1, rate <= Double(Int32.max), rate.rounded() == rate else {
+            throw EarshotError.unsupportedAudioFormat("sample rate \(rate) Hz is not a whole, positive number of Hz")
+        }
+        guard format.channelCount >= 1 else {
+            throw EarshotError.unsupportedAudioFormat("\(format.channelCount) channels")
+        }
+        let int16 = format.commonFormat == .pcmFormatInt16
+        return AudioFormatSpec(rate: Int(rate), width: int16 ? 2 : 4, channels: format.channelCount, encoding: int16 ? "s16le" : "f32le")
     }
 
     /// Starts analysing `inputSequence` in the background.

@@ -18,9 +18,12 @@ struct SpeechHarness: Sendable {
         switch frame.type {
         case AnalyzerOpen.eventType:
             let request = try frame.decode(AnalyzerOpen.self)
-            let session = try await open(request.modules, options: request.options, context: request.context, requester: context) { id, event in
-                if let reply = self.frame(for: event, session: id, connection: context.connectionID) { state.channel.post(reply) }
-                if case .finished = event { state.sessionFinished(id) }
+            let channel = state.channel
+            let connectionID = context.connectionID
+            // The state holds the session, which holds this handler: no strong reference back.
+            let session = try await open(request.modules, options: request.options, context: request.context, requester: context) { [weak state] id, event in
+                if let reply = self.frame(for: event, session: id, connection: connectionID) { channel.post(reply) }
+                if case .finished = event { state?.sessionFinished(id) }
             }
             return [try Frame(AnalyzerOpened(id: request.id, session: session.id, audioFormats: [.speech16k]))]
         case AnalyzerAudio.eventType:
@@ -42,7 +45,7 @@ struct SpeechHarness: Sendable {
             let stats = await speech.stats()
             return [try Frame(StatsReply(id: request.id, sessions: stats.sessions,
                                          models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
-                                         modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes()))]
+                                         modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes(), liveObjects: LiveObjects.counts))]
         case EndRetentionRequest.eventType:
             let request = try frame.decode(EndRetentionRequest.self)
             return [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await speech.endRetention(uid: context.peer.uid)))]
@@ -148,7 +151,9 @@ struct SpeechHarness: Sendable {
             await speech.close(open.session.id)
             for lease in open.leases { await assets.endLease(lease) }
         }
-        if let wyoming = state.wyoming { await wyoming.release(assets: assets, speech: speech) }
+        // The Wyoming session was in the table above; the job only lets go of it and its converter.
+        _ = state.wyoming?.close()
+        state.wyoming = nil
         await speech.ownerGone(state.owner)
     }
 

@@ -260,12 +260,16 @@ public struct StatsReply: WireEvent, Hashable {
     public var modelLoads: Int
     /// Resident memory of the daemon.
     public var residentBytes: Int
-    public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int) {
+    /// Live session objects by kind (`AnalysisSession`, `PocketSphinxDecoder`, `SileroDetector`,
+    /// `Resampler`, `WyomingTranscription`): diagnostics that show whether ended sessions are freed.
+    public var liveObjects: [String: Int]?
+    public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int, liveObjects: [String: Int]? = nil) {
         self.id = id
         self.sessions = sessions
         self.models = models
         self.modelLoads = modelLoads
         self.residentBytes = residentBytes
+        self.liveObjects = liveObjects
     }
-    enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes" }
+    enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes", liveObjects = "live_objects" }
 }

@@ -52,7 +52,7 @@ enum TranscribeCommand {
                 return segments
             }
             do {
-                let input: AudioInput = live ? try AudioInput.stdin(rate: Int(arguments.value("rate") ?? "16000") ?? 16000, channels: Int(arguments.value("channels") ?? "1") ?? 1)
+                let input: AudioInput = live ? try AudioInput.stdin(rate: try integer(arguments, "rate", default: 16000), channels: try integer(arguments, "channels", default: 1))
                                              : try AudioInput.file(file)
                 let last = try await analyzer.analyzeSequence(input)
                 if let last { try await analyzer.finalizeAndFinish(through: last) } else { await analyzer.cancelAndFinishNow() }
@@ -69,6 +69,13 @@ enum TranscribeCommand {
             }
         }
         return exit
+    }
+
+    /// `--NAME N` as an integer (`fallback` when absent); anything else is an error, not a default.
+    static func integer(_ arguments: Arguments, _ name: String, default fallback: Int) throws -> Int {
+        guard let text = arguments.value(name) else { return fallback }
+        guard let value = Int(text) else { throw WireError(.badRequest, "--\(name) needs a whole number, not '\(text)'") }
+        return value
     }
 
     static func makeModule(_ kind: AssetKind, locale: Locale, volatile: Bool, translate: Bool) -> any SpeechModule {
@@ -119,7 +126,9 @@ final class LiveLine: @unchecked Sendable {
 }
 
 /// 16 kHz mono analyzer input from a file (decoded by libsndfile, resampled by libsoxr) or from raw
-/// s16le PCM on stdin, read a chunk at a time on dedicated threads.
+/// s16le PCM on stdin, read a chunk at a time on dedicated threads. Formats outside
+/// `AudioLimits` (8000…384000 Hz, 1…8 channels) are refused with a message naming the range; the
+/// analyzer splits what it sends to the daemon's payload limit.
 struct AudioInput: AsyncSequence, Sendable {
     typealias Element = AnalyzerInput
     let source: Source
@@ -148,6 +157,7 @@ struct AudioInput: AsyncSequence, Sendable {
     }
 
     static func stdin(rate: Int, channels: Int) throws -> AudioInput {
+        try AudioLimits.check(rate: rate, channels: channels, what: "--live input")
         let resampler = rate == 16000 ? nil : try Resampler(from: rate, to: 16000, channels: 1)
         var done = false
         return AudioInput(source: Source {

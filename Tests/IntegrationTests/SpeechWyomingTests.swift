@@ -130,6 +130,14 @@ struct SpeechWyomingTests {
         #expect(SpeechFixtures.wer([(try SpeechFixtures.reference(SpeechFixtures.ids[0]), transcript)]) <= 0.35)
         #expect(output["language"] as? String == "en")
 
+        // Issue 8 #2 ("Wyoming ASR leaks memory", 10 MB per Whisper transcription): once the client
+        // is gone, no session object of its transcriptions is left.
+        let monitor = try TestConnection(daemon.socket)
+        defer { monitor.close() }
+        let kinds = ["AnalysisSession", "SileroDetector", "Resampler", "WyomingTranscription"]
+        let stats = try await monitor.pollStats { stats in kinds.allSatisfy { stats.liveObjects?[$0, default: 0] == 0 } }
+        for kind in kinds { #expect(stats.liveObjects?[kind, default: 0] == 0, "\(kind) still alive: \(stats.liveObjects ?? [:])") }
+
         // A named language is used; without one the daemon identifies it and says which.
         guard SpeechFixtures.multilingualAvailable else { return }
         let jobs = try #require(output["others"] as? [[String: Any]])

@@ -1,5 +1,6 @@
 import Dispatch
 import EarshotAudio
+import EarshotSystem
 import EarshotWire
 import Foundation
 
@@ -29,7 +30,8 @@ public final class AnalysisSession: @unchecked Sendable {
     /// Audio before this stream time is dropped (`cancelAnalysis(before:)`); set from any thread so
     /// audio already queued behind it is skipped too.
     private let cutoff = Cutoff()
-    /// Samples since the end of the last finalized segment, and the VAD index of the first.
+    /// Input the VAD has not yet passed (from the earliest sample a coming segment may start at),
+    /// and the VAD index of the first; at most ``maxOpenSamples``.
     private var open: [Float] = []
     private var openStart: Int64 = 0
     /// The last second, prepended when a streaming decoder starts an utterance.
@@ -46,6 +48,18 @@ public final class AnalysisSession: @unchecked Sendable {
 
     /// Audio accepted but not yet analysed before senders wait: 30 s.
     public static let maxQueuedSamples: Int64 = 30 * 16000
+    /// Most open audio a session keeps for re-decoding (volatile results): 40 s (the VAD itself
+    /// never needs more than about 32 s).
+    public static let maxOpenSamples = 40 * 16000
+    /// Most audio a session holds while analysing (open audio, pre-roll, the detector's history and
+    /// segments not yet decoded): 2 minutes, about 7.3 MiB as Float32, however long the stream.
+    /// Queued input (``maxQueuedSamples`` plus one frame) comes on top.
+    public static let maxRetainedSamples = 120 * 16000
+    /// Most contiguous runs the timeline keeps (runs before what the VAD may still emit go).
+    static let maxRetainedRuns = 4
+    /// Input is analysed in blocks of at most this many samples (1 s), so a large chunk never
+    /// makes the session hold more than one block beyond its bounds.
+    static let ingestBlock = 16000
 
     public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, emit: @escaping @Sendable (SessionEvent) -> Void) {
         self.id = id
@@ -53,7 +67,10 @@ public final class AnalysisSession: @unchecked Sendable {
         self.vad = vad
         self.emit = emit
         queue = DispatchQueue(label: "earshot.session.\(id)")
+        LiveObjects.created("AnalysisSession")
     }
+
+    deinit { LiveObjects.destroyed("AnalysisSession") }
 
     // MARK: Client operations (any thread)
 
@@ -70,8 +87,19 @@ public final class AnalysisSession: @unchecked Sendable {
                 fail(WireError(.unsupportedAudioFormat, "the analyzer takes \(AudioFormatSpec.speech16k.rate) Hz mono s16le; got \(format.rate) Hz, \(format.channels) channel(s), \(format.width * 8)-bit — convert before sending"))
                 return
             }
+            guard pcm.count % 2 == 0 else {
+                fail(WireError(.unsupportedAudioFormat, "an audio payload of \(pcm.count) bytes is not a whole number of 2-byte s16le samples"))
+                return
+            }
             do {
-                try ingest(try PCM.floats(fromLittleEndian: pcm, width: 2), start: start)
+                var offset = 0
+                var blockStart = start
+                while offset < pcm.count, !finished {
+                    let end = min(offset + 2 * Self.ingestBlock, pcm.count)
+                    try ingest(try PCM.floats(fromLittleEndian: Array(pcm[offset..<end]), width: 2), start: blockStart)
+                    blockStart = nil
+                    offset = end
+                }
             } catch {
                 fail(error)
             }
@@ -132,6 +160,20 @@ public final class AnalysisSession: @unchecked Sendable {
         queue.async { [self] in if !finished { finishNow(finalizing: false) } }
     }
 
+    /// What a session holds of its input, in samples (and contiguous runs), for memory tests.
+    struct RetainedAudio: Sendable, Hashable {
+        var open: Int
+        var preroll: Int
+        var detector: Int
+        var runs: Int
+        var samples: Int { open + preroll + detector }
+    }
+
+    /// The audio the session holds now (after everything queued before the call).
+    func retainedAudio() async -> RetainedAudio {
+        await onQueue { [self] in RetainedAudio(open: open.count, preroll: preroll.count, detector: vad.retainedSamples, runs: runs.count) }
+    }
+
     private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: body()) }
@@ -176,7 +218,24 @@ public final class AnalysisSession: @unchecked Sendable {
         try feedStreaming(samples, from: first)
         try drainSegments()
         try emitVolatile()
+        trimToPending()
         if let after = finishAfter, let last = lastTime, last >= after { finishNow(finalizing: true) }
+    }
+
+    /// Drops what the VAD has passed: open audio before the earliest sample a coming segment can
+    /// start at (never more than ``maxOpenSamples`` kept), and timeline runs nothing refers to.
+    private func trimToPending() {
+        let keepFrom = max(min(vad.pendingStart, consumed), consumed - Int64(Self.maxOpenSamples))
+        if keepFrom > openStart {
+            let drop = Int(min(keepFrom - openStart, Int64(open.count)))
+            open.removeFirst(drop)
+            openStart += Int64(drop)
+        }
+        // Times are still asked for from the earliest of these indices on.
+        let needed = min(openStart, lastDetectionEnd, utteranceStart ?? openStart, vad.pendingStart)
+        if runs.count > 1, let keep = runs.lastIndex(where: { $0.vadStart <= needed }), keep > 0 {
+            runs.removeFirst(keep)
+        }
     }
 
     /// Follows speech as it arrives in streaming decoders that report volatile results (the others

@@ -24,6 +24,12 @@ public protocol SpeechSegmenting: AnyObject {
     func flush()
     func popSegments() -> [SpeechSegment]
     var isSpeech: Bool { get }
+    /// The earliest input sample (counted from the first accepted) a segment not yet popped can
+    /// start at; callers drop what lies before it. Must stay within a bounded distance of the input
+    /// position.
+    var pendingStart: Int64 { get }
+    /// Audio samples the detector holds (memory diagnostics).
+    var retainedSamples: Int { get }
 }
 
 extension WhisperModel: SegmentTranscribing {}

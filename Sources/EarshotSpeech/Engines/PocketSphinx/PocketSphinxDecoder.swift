@@ -1,4 +1,5 @@
 import CPocketSphinx
+import EarshotSystem
 import Foundation
 
 /// One PocketSphinx decoder: make one per session (decoders hold per-stream search and
@@ -59,9 +60,11 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         self.config = config
         self.decoder = decoder
         frameRate = max(1, cmd_ln_int_r(config, "-frate"))
+        LiveObjects.created("PocketSphinxDecoder")
     }
 
     deinit {
+        LiveObjects.destroyed("PocketSphinxDecoder")
         ps_free(decoder)
         cmd_ln_free_r(config)
         // `argumentVector` is released after this, once nothing points into it.

@@ -1,4 +1,5 @@
 import CSherpaOnnx
+import EarshotSystem
 import Foundation
 
 /// How readily voice activity detection calls audio speech.
@@ -148,9 +149,13 @@ public final class SileroDetector: @unchecked Sendable {
         lengthSplitSamples = Int(config.maxSpeechDuration * rate) - Self.step * 2
         maxGap = Int64(1.5 * rate)
         padding = Int64(config.speechPadding * rate)
+        LiveObjects.created("SileroDetector")
     }
 
-    deinit { SherpaOnnxDestroyVoiceActivityDetector(vad) }
+    deinit {
+        LiveObjects.destroyed("SileroDetector")
+        SherpaOnnxDestroyVoiceActivityDetector(vad)
+    }
 
     /// Feeds 16 kHz mono samples in [-1, 1], any number at a time.
     public func accept(_ samples: [Float]) {
@@ -175,6 +180,8 @@ public final class SileroDetector: @unchecked Sendable {
         lead = nil
         detected = false
         onset = nil
+        // Everything so far is final: no later segment reaches back before the flush.
+        emittedThrough = max(emittedThrough, accepted)
         trimHistory()
     }
 
@@ -198,6 +205,26 @@ public final class SileroDetector: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return detected
+    }
+
+    /// Audio samples this detector holds: its history plus finished segments not yet taken
+    /// (memory diagnostics; bounded however long the stream).
+    public var retainedSamples: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return history.count + finished.reduce(0) { $0 + $1.segment.samples.count }
+    }
+
+    /// The earliest input sample a segment not yet emitted can start at: audio before it is never
+    /// part of a later segment, so a caller may drop it. At most about `hardLimit` + 3.8 s behind
+    /// ``samplesAccepted`` (during silence, `speechPadding` + 0.42 s).
+    public var pendingStart: Int64 {
+        lock.lock()
+        defer { lock.unlock() }
+        var from = accepted - lookback - padding
+        if let onset { from = min(from, onset - padding) }
+        if let lead { from = min(from, lead.start) }
+        return max(from, emittedThrough, historyStart)
     }
 
     /// Samples accepted so far (the stream position).

@@ -33,7 +33,11 @@ struct ErrorMap: Sendable {
         case let e as EventDecodingError: WireError(.badRequest, e.description)
         case let e as FrameError: WireError(.malformedFrame, e.description)
         case let e as AssetError: e.wireError
-        case let e as AudioError: WireError(.unsupportedAudioFormat, e.description)
+        case let e as AudioError:
+            switch e {
+            case .unsupportedFormat, .unreadable: WireError(.unsupportedAudioFormat, e.description)
+            case .resampling: WireError(.internalError, e.description)
+            }
         case let e as SherpaOnnxError:
             switch e {
             case .missingFile: WireError(.notInstalled, "\(e); reinstall the asset")

@@ -145,7 +145,7 @@ struct WyomingTranscriber {
                 return [try Frame(Transcript(text: "", language: language))]
             }
             state.wyoming = nil
-            let tail = try await Self.converting { try await job.flush() }
+            let tail = try await job.flush()
             if !tail.isEmpty { await session.accept(tail, format: .speech16k, start: nil) }
             _ = job.close()
             _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
@@ -183,7 +183,7 @@ struct WyomingTranscriber {
     /// transcriber that identifies it (`und`) comes first, then English. The format is checked
     /// before anything is loaded or allocated.
     private func begin(_ job: WyomingTranscription, format: AudioFormatFields, context: RequestContext) async throws {
-        let converter = try Self.converting { try PCMConverter(rate: format.rate, width: format.width, channels: format.channels) }
+        let converter = try PCMConverter(rate: format.rate, width: format.width, channels: format.channels)
         let language = job.language ?? "en"
         var candidates: [ModuleConfiguration] = [.init(kind: .transcriber, locale: language), .init(kind: .dictation, locale: language)]
         if job.language == nil { candidates.insert(.init(kind: .transcriber, locale: LocaleTag.undetermined), at: 0) }
@@ -230,33 +230,9 @@ struct WyomingTranscriber {
         var offset = 0
         while offset < payload.count {
             let end = min(offset + block, payload.count)
-            let pcm = try await Self.converting { try await job.convert(payload[offset..<end]) }
+            let pcm = try await job.convert(payload[offset..<end])
             if !pcm.isEmpty { await session.accept(pcm, format: .speech16k, start: nil) }
             offset = end
-        }
-    }
-
-    /// Runs `work`, reporting audio errors with their wire code: a format the converter refuses is
-    /// `unsupportedAudioFormat`; libsoxr failing is `internalError`.
-    private static func converting<T>(_ work: () async throws -> T) async throws -> T {
-        do {
-            return try await work()
-        } catch let error as AudioError {
-            switch error {
-            case .unsupportedFormat, .unreadable: throw WireError(.unsupportedAudioFormat, error.description)
-            case .resampling: throw WireError(.internalError, error.description)
-            }
-        }
-    }
-
-    private static func converting<T>(_ work: () throws -> T) throws -> T {
-        do {
-            return try work()
-        } catch let error as AudioError {
-            switch error {
-            case .unsupportedFormat, .unreadable: throw WireError(.unsupportedAudioFormat, error.description)
-            case .resampling: throw WireError(.internalError, error.description)
-            }
         }
     }
 }

@@ -6,7 +6,7 @@ import TestSupport
 
 /// Real speech through PocketSphinx's US English model. Serialized: each decoder holds ~95 MB and
 /// decodes on one core, and the machine is shared.
-@Suite(.serialized, .enabled(if: PocketSphinxFixtures.available, "needs Debian pocketsphinx-en-us and pocketsphinx-testdata"))
+@Suite(.serialized, .enabled(if: EmbeddedModels.runs(PocketSphinxFixtures.available), "needs Debian pocketsphinx-en-us and pocketsphinx-testdata"))
 struct PocketSphinxDecoderTests {
     /// Measured on the five utterances: streamed 31.0 %, whole-utterance 28.2 % (20/71 words;
     /// "mister" in the references is always "mr" here). Ceilings leave a few words of margin.

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite(.enabled(if: PocketSphinxFixtures.available, "needs Debian pocketsphinx-en-us"))
+@Suite(.enabled(if: EmbeddedModels.runs(PocketSphinxFixtures.available), "needs Debian pocketsphinx-en-us"))
 struct PocketSphinxModelTests {
     /// A copy of the Debian model made of symlinks, in Earshot's asset layout.
     static func assetCopy() throws -> TempDirectory {

@@ -54,7 +54,8 @@ import TestSupport
         await connection.close()
     }
 
-    @Test(.enabled(if: !FileManager.default.fileExists(atPath: SocketLocations.system), "a system daemon would answer first"))
+    // A system daemon would answer first; CI has none, so there the test always runs.
+    @Test(.enabled(if: EmbeddedModels.runs(!FileManager.default.fileExists(atPath: SocketLocations.system)), "a system daemon would answer first"))
     func clientRefusesAHostileFallbackDirectory() async throws {
         let dir = try TempDirectory("esi")
         defer { dir.remove() }

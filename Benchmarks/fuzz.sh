@@ -7,8 +7,4 @@
 set -eu
 cd "$(dirname "$0")/.."
 . Benchmarks/release-build.sh
-for product in earshotd earshot fuzz-bench; do
-    build --product "$product"
-done
-bin="$(build --show-bin-path)"
-exec "$bin/fuzz-bench" "$@"
+run_bench fuzz-bench "$@"

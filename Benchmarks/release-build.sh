@@ -7,3 +7,14 @@ build() {
         swift build -c release "$@"
     fi
 }
+
+# `run_bench PRODUCT ARGS…`: builds earshotd, earshot and the benchmark PRODUCT in release mode,
+# then runs PRODUCT with ARGS (it finds the daemon and CLI beside itself).
+run_bench() {
+    product=$1
+    shift
+    for built in earshotd earshot "$product"; do
+        build --product "$built"
+    done
+    exec "$(build --show-bin-path)/$product" "$@"
+}

@@ -12,8 +12,4 @@
 set -eu
 cd "$(dirname "$0")/.."
 . Benchmarks/release-build.sh
-for product in earshotd earshot speech-bench; do
-    build --product "$product"
-done
-bin="$(build --show-bin-path)"
-exec "$bin/speech-bench" "$@"
+run_bench speech-bench "$@"

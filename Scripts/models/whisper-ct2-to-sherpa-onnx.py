@@ -201,6 +201,12 @@ class Graph:
         t = self.op("Mul", [x, self.op("Add", [t, self.f(1.0)])])
         return self.op("Mul", [t, self.f(0.5)])
 
+
+    def mlp_block(self, x, V, p, name):
+        """x + fc2(gelu(fc1(layer_norm(x)))): the feed-forward half of a Whisper layer (weights under `p`ffn/)."""
+        h = self.layer_norm(x, V[p + "ffn/layer_norm/gamma"], V[p + "ffn/layer_norm/beta"], f"{name}.mlp_ln")
+        h = self.gelu(self.linear(h, V[p + "ffn/linear_0/weight"], V[p + "ffn/linear_0/bias"], f"{name}.mlp.fc1"))
+        return self.op("Add", [x, self.linear(h, V[p + "ffn/linear_1/weight"], V[p + "ffn/linear_1/bias"], f"{name}.mlp.fc2")])
     def split_heads(self, x, n_head, d_head, perm):
         """(N, L, D) -> (N, L, H, dh) -> transpose(perm)."""
         return self.op("Transpose", [self.op("Reshape", [x, self.i64([0, -1, n_head, d_head])])], perm=perm)
@@ -284,9 +290,7 @@ def build_encoder(V, dims, metadata, half_storage):
         a = g.attention(q, k, v, n_head, d_head, D)
         a = g.linear(a, V[p + "self_attention/linear_1/weight"], V[p + "self_attention/linear_1/bias"], f"enc{i}.attn.out")
         x = g.op("Add", [x, a])
-        h = g.layer_norm(x, V[p + "ffn/layer_norm/gamma"], V[p + "ffn/layer_norm/beta"], f"enc{i}.mlp_ln")
-        h = g.gelu(g.linear(h, V[p + "ffn/linear_0/weight"], V[p + "ffn/linear_0/bias"], f"enc{i}.mlp.fc1"))
-        x = g.op("Add", [x, g.linear(h, V[p + "ffn/linear_1/weight"], V[p + "ffn/linear_1/bias"], f"enc{i}.mlp.fc2")])
+        x = g.mlp_block(x, V, p, f"enc{i}")
     x = g.layer_norm(x, V["encoder/layer_norm/gamma"], V["encoder/layer_norm/beta"], "enc.ln_post")
 
     # cross-attention K/V of all decoder layers in one MatMul: columns [k_0 | v_0 | k_1 | v_1 | ...]
@@ -387,10 +391,7 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
             align.append(g.op("Gather", [by_head, g.i64(heads_of_layer[i])], axis=2))
         a = g.linear(a, V[p + "attention/linear_2/weight"], V[p + "attention/linear_2/bias"], f"dec{i}.cross.out")
         x = g.op("Add", [x, a])
-        # mlp
-        h = g.layer_norm(x, V[p + "ffn/layer_norm/gamma"], V[p + "ffn/layer_norm/beta"], f"dec{i}.mlp_ln")
-        h = g.gelu(g.linear(h, V[p + "ffn/linear_0/weight"], V[p + "ffn/linear_0/bias"], f"dec{i}.mlp.fc1"))
-        x = g.op("Add", [x, g.linear(h, V[p + "ffn/linear_1/weight"], V[p + "ffn/linear_1/bias"], f"dec{i}.mlp.fc2")])
+        x = g.mlp_block(x, V, p, f"dec{i}")
     x = g.layer_norm(x, V["decoder/layer_norm/gamma"], V["decoder/layer_norm/beta"], "dec.ln")
 
     if int8_embedding:

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// A user who clones the repository has no `../shared` beside it: nothing the product needs at
+/// A user who clones the repository has no team reference shelf (`shared/`) beside it: nothing the product needs at
 /// setup, build, test or run time may come from there.
 @Suite(.serialized)
 struct FreshCloneTests {
@@ -19,12 +19,14 @@ struct FreshCloneTests {
 
     @Test func noSetupBuildTestOrRunFileReadsTheSharedShelf() async throws {
         let code = try await Self.repositoryFiles().filter { path in
-            !path.hasPrefix("Docs/") && !path.hasSuffix(".md") && path != "Tests/IntegrationTests/FreshCloneTests.swift"
+            !path.hasPrefix("Docs/") && !path.hasSuffix(".md")
         }
         #expect(code.count > 100)
         for path in code {
             guard let text = try? String(contentsOfFile: Self.root + "/" + path, encoding: .utf8) else { continue }
-            for needle in ["../shared", "shared/fixtures", "shared/tools", "/work/shared"] {
+            // Spelled in pieces so this file does not match itself.
+            let shelf = "shared"
+            for needle in ["../" + shelf, shelf + "/fixtures", shelf + "/tools", "/work/" + shelf] {
                 #expect(!text.contains(needle), "\(path) mentions \(needle)")
             }
         }

@@ -26,9 +26,11 @@ let package = Package(
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
         // Installed from the PyPI wheel sherpa-onnx-core by Scripts/setup.sh (sherpa-onnx.pc).
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
+        // glibc's <malloc.h> (part of libc; nothing to link).
+        .systemLibrary(name: "CMalloc"),
 
         .target(name: "EarshotWire", exclude: ["README.md"]),
-        .target(name: "EarshotSystem", dependencies: ["EarshotWire"], exclude: ["README.md"]),
+        .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
         .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
         .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [

@@ -1,7 +1,6 @@
 #ifndef EARSHOT_CSHERPAONNX_SHIM_H
 #define EARSHOT_CSHERPAONNX_SHIM_H
 #include <stdint.h>
-#include <malloc.h> /* malloc_trim: give an unloaded model's memory back (WhisperModel) */
 #include <sherpa-onnx/c-api/c-api.h>
 
 /* onnxruntime ships no header in the sherpa-onnx-core wheel. Its C ABI entry point returns a

@@ -43,9 +43,13 @@ struct SpeechHarness: Sendable {
         case StatsRequest.eventType:
             let request = try frame.decode(StatsRequest.self)
             let stats = await speech.stats()
+            // Count what freed engines gave back, not what a queued trim is about to.
+            await MemoryReclaim.settled()
+            let memory = ProcessFacts.residentMemory()
             return [try Frame(StatsReply(id: request.id, sessions: stats.sessions,
                                          models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
-                                         modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes(), liveObjects: LiveObjects.counts))]
+                                         modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes(),
+                                         anonymousBytes: memory.anonymousBytes, fileBytes: memory.fileBytes, liveObjects: LiveObjects.counts))]
         case EndRetentionRequest.eventType:
             let request = try frame.decode(EndRetentionRequest.self)
             return [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await speech.endRetention(uid: context.peer.uid)))]

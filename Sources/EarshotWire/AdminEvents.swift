@@ -260,16 +260,24 @@ public struct StatsReply: WireEvent, Hashable {
     public var modelLoads: Int
     /// Resident memory of the daemon.
     public var residentBytes: Int
+    /// The part of it that is the daemon's own heap (anonymous pages): what grows if anything leaks.
+    public var anonymousBytes: Int?
+    /// The file-backed part (shared libraries, mapped model files), which the kernel can reclaim.
+    public var fileBytes: Int?
     /// Live session objects by kind (`AnalysisSession`, `PocketSphinxDecoder`, `SileroDetector`,
     /// `Resampler`, `WyomingTranscription`): diagnostics that show whether ended sessions are freed.
     public var liveObjects: [String: Int]?
-    public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int, liveObjects: [String: Int]? = nil) {
+    public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int,
+                anonymousBytes: Int? = nil, fileBytes: Int? = nil, liveObjects: [String: Int]? = nil) {
         self.id = id
         self.sessions = sessions
         self.models = models
         self.modelLoads = modelLoads
         self.residentBytes = residentBytes
+        self.anonymousBytes = anonymousBytes
+        self.fileBytes = fileBytes
         self.liveObjects = liveObjects
     }
-    enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes", liveObjects = "live_objects" }
+    enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes",
+                               anonymousBytes = "anonymous_bytes", fileBytes = "file_bytes", liveObjects = "live_objects" }
 }

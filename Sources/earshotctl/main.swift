@@ -109,7 +109,10 @@ do {
             Output.json(reply)
         } else {
             Output.fields([("sessions", "\(reply.sessions)"), ("model loads", "\(reply.modelLoads) since start"),
-                           ("resident memory", ProgressDisplay.bytes(Int64(reply.residentBytes)))])
+                           ("resident memory", ProgressDisplay.bytes(Int64(reply.residentBytes)))]
+                          + [("  anonymous (heap)", reply.anonymousBytes), ("  file-backed", reply.fileBytes)].compactMap { name, bytes in
+                              bytes.map { (name, ProgressDisplay.bytes(Int64($0))) }
+                          })
             if !reply.models.isEmpty {
                 print("")
                 Output.table(["MODEL", "SESSIONS", "MEMORY"], reply.models.map { [$0.key, "\($0.users)", ProgressDisplay.bytes(Int64($0.memoryBytes))] })

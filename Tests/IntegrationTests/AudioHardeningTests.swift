@@ -116,7 +116,8 @@ struct AudioHardeningTests {
 
     /// #2 "Wyoming ASR leaks memory": about 100 MB per PocketSphinx transcription (each leaked
     /// session kept its decoder). Eight transcriptions on one connection and one abandoned by a
-    /// disconnect: resident memory stays flat and every session object is freed.
+    /// disconnect: the daemon's heap (anonymous resident memory) stays flat and every session object
+    /// is freed.
     @Test func wyomingASRLeaksMemory() async throws {
         let daemon = try SpeechDaemon.shared()
         let monitor = try TestConnection(daemon.socket)
@@ -133,7 +134,10 @@ struct AudioHardeningTests {
             let frames = try await client.untilPong(timeout: .seconds(60))
             let transcript = try #require(try frames.first { $0.type == Transcript.eventType }?.decode(Transcript.self), "\(frames.map(\.type))")
             #expect(SpeechFixtures.words(transcript.text).contains("man"), "\(transcript.text)")
-            resident.append(try await monitor.stats().residentBytes)
+            // The session's decoder is freed after its transcript is sent: measure once it is gone,
+            // so what is compared is what stays behind.
+            let ended = try await monitor.pollStats { $0.liveObjects?["PocketSphinxDecoder"] == 0 && $0.sessions == 0 }
+            resident.append(ended.anonymousBytes ?? ended.residentBytes)
         }
         // A client that goes away mid-transcription.
         let quitter = try TestConnection(daemon.socket)
@@ -146,7 +150,7 @@ struct AudioHardeningTests {
         let kinds = ["AnalysisSession", "PocketSphinxDecoder", "SileroDetector", "WyomingTranscription"]
         let stats = try await monitor.pollStats { stats in kinds.allSatisfy { stats.liveObjects?[$0] == 0 } && stats.sessions == 0 }
         let mib = resident.map { $0 >> 20 }
-        print("[wyoming leak] resident MiB after each transcription: \(mib); live objects \(stats.liveObjects ?? [:])")
+        print("[wyoming leak] anonymous resident MiB after each transcription: \(mib); live objects \(stats.liveObjects ?? [:])")
         for kind in kinds { #expect(stats.liveObjects?[kind] == 0, "\(kind): \(stats.liveObjects?[kind].map(String.init) ?? "not reported") still alive") }
         #expect(stats.liveObjects?["Resampler", default: 0] == 0)
         #expect(stats.sessions == 0)

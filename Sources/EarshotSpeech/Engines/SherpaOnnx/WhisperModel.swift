@@ -135,10 +135,9 @@ public final class WhisperModel: @unchecked Sendable {
 
     deinit {
         SherpaOnnxDestroyOfflineRecognizer(recognizer)
-        // ONNX Runtime's ~100 MiB of working memory was allocated on whichever threads loaded and
-        // decoded; glibc keeps the freed pages in those threads' arenas, so without a trim the
-        // daemon's resident set ratchets up with every unload/reload (≈ +100 MiB per reload).
-        malloc_trim(0)
+        // ONNX Runtime's ~100 MiB of working memory: without a trim the daemon's resident set
+        // ratchets up with every unload/reload (≈ +100 MiB per reload).
+        MemoryReclaim.afterRelease()
     }
 
     /// Transcribes mono samples in [-1, 1] (at most ``maximumDuration`` seconds; sherpa-onnx

@@ -32,7 +32,19 @@ struct ErrorMap: Sendable {
         case let e as WireError: e
         case let e as EventDecodingError: WireError(.badRequest, e.description)
         case let e as FrameError: WireError(.malformedFrame, e.description)
-        case let e as AssetError: e.wireError
+        case let e as AssetError:
+            switch e {
+            case .unsupportedLocale, .unsupportedModule: WireError(.unsupportedLocale, e.description)
+            case .quotaExceeded, .userQuotaExceeded: WireError(.quotaExceeded, e.description)
+            case .notFound: WireError(.notFound, e.description)
+            case .notInstalled: WireError(.notInstalled, e.description)
+            case .permissionDenied: WireError(.permissionDenied, e.description)
+            case .verificationFailed: WireError(.verificationFailed, e.description)
+            case .downloadFailed: WireError(.downloadFailed, e.description)
+            case .insufficientStorage: WireError(.insufficientStorage, e.description)
+            case .cancelled: WireError(.cancelled, e.description)
+            case .inconsistentState, .internalError: WireError(.internalError, e.description)
+            }
         case let e as AudioError:
             switch e {
             case .unsupportedFormat, .unreadable: WireError(.unsupportedAudioFormat, e.description)

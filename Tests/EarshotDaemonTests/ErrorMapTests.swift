@@ -42,4 +42,21 @@ import Testing
             #expect(!wire.message.hasPrefix("internal error"))
         }
     }
+
+    /// The asset module's errors carry no wire knowledge: their codes are this map's.
+    @Test func everyAssetErrorHasItsCode() {
+        let cases: [(AssetError, ErrorCode)] = [
+            (.unsupportedLocale("xx"), .unsupportedLocale), (.unsupportedModule("dictation for xx"), .unsupportedLocale),
+            (.quotaExceeded(maximum: 2, wanted: ["de"]), .quotaExceeded), (.userQuotaExceeded("uid 1000 holds 8"), .quotaExceeded),
+            (.notFound("asset x"), .notFound), (.notInstalled("asset x"), .notInstalled), (.permissionDenied("not yours"), .permissionDenied),
+            (.verificationFailed("bad hash"), .verificationFailed), (.downloadFailed("every mirror"), .downloadFailed),
+            (.insufficientStorage(needed: 10, available: 1, path: "/cache"), .insufficientStorage), (.cancelled("install"), .cancelled),
+            (.inconsistentState("row without tree"), .internalError), (.internalError("bug"), .internalError),
+        ]
+        for (error, code) in cases {
+            let wire = ErrorMap.classify(error)
+            #expect(wire.code == code, "\(error)")
+            #expect(wire.message == error.description)
+        }
+    }
 }

@@ -72,6 +72,11 @@ struct ErrorMap: Sendable {
     }
 }
 
+extension WireError {
+    /// What a connection, request or session refused during shutdown is told.
+    static let daemonShuttingDown = WireError(.shuttingDown, "earshotd is shutting down")
+}
+
 private extension String {
     func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -36,6 +36,33 @@ import TestSupport
         #expect(!daemon.child.stderr.contains("shutdown deadline passed"))
     }
 
+    /// The Wyoming client is mid-stream (no `audio-stop`): at SIGTERM it still gets the
+    /// `transcript` of what it sent, then `transcript-stop`, then the close.
+    @Test func sigtermSendsAWyomingClientItsTranscriptBeforeClosing() async throws {
+        let daemon = try await SpeechDaemon.start(modules: ["dictation"])
+        defer { Task { await daemon.cleanUp() } }
+        let samples = try SpeechFixtures.samples(Self.clip)
+        let cut = min(samples.count, SpeechFixtures.endOfSpeech(samples) + SpeechFixtures.rate / 50)
+        let pcm = PCMSamples.s16le(Array(samples[..<cut]))
+        let format = AudioFormatFields(rate: 16000, width: 2, channels: 1)
+        let client = try TestConnection(daemon.socket)
+        defer { client.close() }
+        try await client.send(Transcribe(name: "pocketsphinx-en-us"))
+        try await client.send(AudioStart(format: format))
+        for start in stride(from: 0, to: pcm.count, by: 3200) {
+            try await client.send(AudioChunk(format: format), payload: Array(pcm[start..<min(start + 3200, pcm.count)]))
+        }
+        _ = try await client.untilPong(timeout: .seconds(30))
+
+        daemon.child.signal(SIGTERM)
+        var frames: [Frame] = []
+        while let frame = try await client.next(timeout: .seconds(30)) { frames.append(frame) }
+        #expect(frames.map(\.type).suffix(2) == [Transcript.eventType, TranscriptStop.eventType], "\(frames.map(\.type))")
+        let transcript = try #require(try frames.first { $0.type == Transcript.eventType }?.decode(Transcript.self))
+        #expect(SpeechFixtures.words(transcript.text).last == "man", "\(transcript.text)")
+        #expect(await daemon.child.wait() == 0)
+    }
+
     /// 20 s of audio queued behind a zero deadline: the session cannot be finalized in time, so it
     /// is cancelled (no `finished` reaches the client), its connection closed, and the exit is clean.
     @Test func aSessionStillRunningAtTheDeadlineIsCancelledAndTheDaemonExitsZero() async throws {

@@ -20,6 +20,25 @@ enum AnalysisEvent: Sendable {
     case finished((any Error)?, shutdown: Bool)
 }
 
+/// Why the coordinator refused a request (``ErrorMap`` gives each its wire code).
+enum AnalysisError: Error, Sendable, CustomStringConvertible {
+    case noModules
+    /// Only detectors: nothing would transcribe.
+    case detectorOnly
+    /// The connection has no open session with this id.
+    case noSession(String)
+    case shuttingDown
+
+    var description: String {
+        switch self {
+        case .noModules: "a session needs at least one module"
+        case .detectorOnly: "a SpeechDetector only works together with a SpeechTranscriber or DictationTranscriber"
+        case .noSession(let id): "no open analysis session '\(id)' on this connection"
+        case .shuttingDown: "earshotd is shutting down"
+        }
+    }
+}
+
 /// A control request on a running session (`earshot.analyzer.control`, already validated).
 enum AnalysisControl: Sendable {
     case finalize(through: WireTime?)
@@ -73,11 +92,9 @@ actor AnalysisCoordinator {
     /// and returns its id. `events` receives everything the session reports, ending with `finished`.
     func open(_ modules: [ModuleConfiguration], options: AnalysisOptions, context: AnalysisContextData, for client: AnalysisClient,
               events: @escaping @Sendable (String, AnalysisEvent) -> Void) async throws -> String {
-        guard !shuttingDown else { throw WireError.daemonShuttingDown }
-        guard !modules.isEmpty else { throw WireError(.badRequest, "a session needs at least one module") }
-        guard modules.contains(where: { $0.kind != .detector }) else {
-            throw WireError(.badRequest, "a SpeechDetector only works together with a SpeechTranscriber or DictationTranscriber")
-        }
+        guard !shuttingDown else { throw AnalysisError.shuttingDown }
+        guard !modules.isEmpty else { throw AnalysisError.noModules }
+        guard modules.contains(where: { $0.kind != .detector }) else { throw AnalysisError.detectorOnly }
         var leases: [AssetLease] = []
         do {
             let planned = try await leaseModules(modules, into: &leases)
@@ -103,7 +120,7 @@ actor AnalysisCoordinator {
             guard !shuttingDown else {
                 session.abandon()
                 await speech.close(session.id)
-                throw WireError.daemonShuttingDown
+                throw AnalysisError.shuttingDown
             }
             tables[connection, default: [:]][session.id] = OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease, shutdownMark: mark)
             counts.add(1, to: connection)
@@ -201,12 +218,9 @@ actor AnalysisCoordinator {
     // MARK: Internals
 
     private func session(_ id: String, of connection: Int) throws -> OpenSession {
-        guard let open = tables[connection]?[id] else { throw Self.noSession(id) }
+        guard let open = tables[connection]?[id] else { throw AnalysisError.noSession(id) }
         return open
     }
-
-    /// What a client hears about a session id its connection does not have open.
-    static func noSession(_ id: String) -> WireError { WireError(.notFound, "no open analysis session '\(id)' on this connection") }
 
     /// Releases what session `id` held (once; later calls do nothing).
     private func release(_ id: String, of connection: Int) async {

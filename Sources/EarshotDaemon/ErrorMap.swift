@@ -45,6 +45,12 @@ struct ErrorMap: Sendable {
             case .cancelled: WireError(.cancelled, e.description)
             case .inconsistentState, .internalError: WireError(.internalError, e.description)
             }
+        case let e as AnalysisError:
+            switch e {
+            case .noModules, .detectorOnly: WireError(.badRequest, e.description)
+            case .noSession: WireError(.notFound, e.description)
+            case .shuttingDown: WireError(.shuttingDown, e.description)
+            }
         case let e as AudioError:
             switch e {
             case .unsupportedFormat, .unreadable: WireError(.unsupportedAudioFormat, e.description)
@@ -74,7 +80,7 @@ struct ErrorMap: Sendable {
 
 extension WireError {
     /// What a connection, request or session refused during shutdown is told.
-    static let daemonShuttingDown = WireError(.shuttingDown, "earshotd is shutting down")
+    static let daemonShuttingDown = ErrorMap.classify(AnalysisError.shuttingDown)
 }
 
 private extension String {

@@ -25,7 +25,7 @@ struct SpeechHarness: Sendable {
             .on(AnalyzerAudio.self) { audio, call, context in
                 guard await harness.coordinator.feed(call.frame.payload, format: AudioFormatSpec(rate: audio.rate, width: audio.width, channels: audio.channels),
                                                      start: audio.start, session: audio.session, of: context.connectionID) else {
-                    throw AnalysisCoordinator.noSession(audio.session)
+                    throw AnalysisError.noSession(audio.session)
                 }
                 return []
             },

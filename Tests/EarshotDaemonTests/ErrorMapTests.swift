@@ -35,6 +35,8 @@ import Testing
             (SherpaOnnxError.inputTooLong(seconds: 31, limit: 29.5), .badRequest),
             (SherpaOnnxError.missingFile("/a/b.onnx"), .notInstalled),
             (PocketSphinxError.invalidWord("(x)", reason: "parentheses"), .badRequest),
+            (AnalysisError.noModules, .badRequest), (AnalysisError.detectorOnly, .badRequest),
+            (AnalysisError.noSession("s9"), .notFound), (AnalysisError.shuttingDown, .shuttingDown),
         ]
         for (error, code) in cases {
             let wire = map.wire(error)

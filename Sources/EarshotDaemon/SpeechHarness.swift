@@ -1,4 +1,3 @@
-import EarshotAssets
 import EarshotSpeech
 import EarshotSystem
 import EarshotWire

@@ -1,7 +1,6 @@
 import Dispatch
 import EarshotAssets
 import EarshotAudio
-import EarshotSpeech
 import EarshotSystem
 import EarshotWire
 import Foundation

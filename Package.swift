@@ -43,12 +43,13 @@ let package = Package(
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "CSystemd",
         ], exclude: ["README.md"]),
-        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
+        .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio"], exclude: ["README.md"]),
+        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAVFoundation"], exclude: ["README.md"]),
         .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
         .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine", "EarshotAssets"]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine", "EarshotAudio", "EarshotSystem"]),
+        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
         .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),
@@ -60,6 +61,7 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "TestSupport"]),
+        .testTarget(name: "ApplePortingTests", dependencies: ["Earshot", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotCommandLine", "EarshotClientCommandLine", "TestSupport"]),
     ]
 )

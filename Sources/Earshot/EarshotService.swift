@@ -10,14 +10,17 @@ public actor EarshotService {
 
     private var appID: String = EarshotService.defaultAppID
     private var socket: String?
+    private var startsUserDaemon = true
     private var connection: DaemonConnection?
     private let cache = QuotaCache()
 
-    /// Sets the app id reservations are kept under (default: `org.earshot.app.<executable>`) and,
-    /// optionally, the daemon socket. Takes effect at the next connection.
-    public func configure(appID: String, socket: String? = nil) async {
+    /// Sets the app id reservations are kept under (default: `org.earshot.app.<executable>`),
+    /// optionally the daemon socket, and whether a per-user daemon is started when none answers.
+    /// Takes effect at the next connection.
+    public func configure(appID: String, socket: String? = nil, startsUserDaemon: Bool = true) async {
         self.appID = appID
         self.socket = socket
+        self.startsUserDaemon = startsUserDaemon
         await connection?.close()
         connection = nil
     }
@@ -40,6 +43,7 @@ public actor EarshotService {
         do {
             fresh = try await DaemonConnection.connect(socket: socket, appID: appID)
         } catch EarshotError.noDaemon(let tried) {
+            guard startsUserDaemon else { throw EarshotError.noDaemon(tried: tried) }
             guard let daemon = UserDaemon.locate() else {
                 throw EarshotError.noDaemon(tried: tried + [("earshotd", "not found beside \(ProcessFacts.executableDirectory) or on PATH, so no user daemon could be started")])
             }

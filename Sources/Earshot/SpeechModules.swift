@@ -51,10 +51,20 @@ extension LocaleDependentSpeechModule {
 }
 
 enum LocaleQuery {
+    /// Supported locales, or those of them whose assets are installed: a supported regional locale
+    /// counts as installed when an asset for its language is (`en` serves `en-US`, as resolution
+    /// decides), so `supportedLocale(equivalentTo:)`'s answer is found in `installedLocales`.
     static func locales(kind: AssetKind, installed: Bool) async -> [Locale] {
         await EarshotService.answer(installed ? "installedLocales" : "supportedLocales", fallback: []) {
-            try await EarshotService.shared.request(LocalesRequest(kind: kind, installed: installed), expecting: LocalesReply.self).locales.map { Locale(identifier: $0) }
+            let supported = try await identifiers(kind: kind, installed: false)
+            guard installed else { return supported.map { Locale(identifier: $0) } }
+            let present = Set(try await identifiers(kind: kind, installed: true))
+            return supported.filter { present.contains($0) || present.contains(String($0.prefix { $0 != "-" && $0 != "_" })) }.map { Locale(identifier: $0) }
         }
+    }
+
+    private static func identifiers(kind: AssetKind, installed: Bool) async throws -> [String] {
+        try await EarshotService.shared.request(LocalesRequest(kind: kind, installed: installed), expecting: LocalesReply.self).locales
     }
 }
 

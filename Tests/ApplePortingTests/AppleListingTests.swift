@@ -82,6 +82,18 @@ struct AppleListingTests {
         #expect(await AssetInventory.reservedLocales.isEmpty)
     }
 
+    /// Regression: `installedLocales` listed only the catalog's language (`en`) while
+    /// `supportedLocale(equivalentTo:)` answered `en-US`, so the sample's BCP-47 check
+    /// (`installed(locale:)`) said "not installed" for installed assets.
+    @Test func installedLocalesIncludeTheEquivalentOfAnInstalledLanguage() async throws {
+        try await Porting.useDaemon()
+        let locale = try #require(await SpeechTranscriber.supportedLocale(equivalentTo: Self.english))
+        try await ensureAssets(for: SpeechTranscriber(locale: locale, preset: .transcription))
+        let installed = await SpeechTranscriber.installedLocales.map { $0.identifier(.bcp47) }
+        #expect(installed.contains(locale.identifier(.bcp47)), "\(locale.identifier) in \(installed)")
+        #expect(await SpeechTranscriber.supportedLocales.count >= installed.count)
+    }
+
     /// Strategy A (range replacement) and strategy B (two transcripts) over one progressive
     /// session fed at the pace of speech: both end with the same words, and A did not degrade
     /// to appending every volatile revision.

@@ -44,7 +44,7 @@ let package = Package(
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "CSystemd",
         ], exclude: ["README.md"]),
         .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio"], exclude: ["README.md"]),
-        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAVFoundation"], exclude: ["README.md"]),
+        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotAVFoundation"], exclude: ["README.md"]),
         .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),

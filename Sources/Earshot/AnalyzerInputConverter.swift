@@ -36,8 +36,9 @@ public final class AnalyzerInputConverter: @unchecked Sendable {
     /// Converts `buffer`'s valid frames. `audioTime` places the buffer on the timeline: a time that
     /// does not continue the previous buffer starts a discontiguous stretch (the previous one's
     /// tail is flushed first and the next input carries the new start time); nil continues.
-    public func convert(_ buffer: AVAudioPCMBuffer, at audioTime: AVAudioTime?) throws(AudioError) -> [AnalyzerInput] {
-        try convert(buffer.interleavedSamples, format: buffer.format, at: audioTime)
+    public func convert(_ buffer: AVAudioBuffer, at audioTime: AVAudioTime?) throws(AudioError) -> [AnalyzerInput] {
+        guard let pcm = buffer as? AVAudioPCMBuffer else { throw .unsupportedFormat("AnalyzerInputConverter converts PCM buffers") }
+        return try convert(pcm.interleavedSamples, format: pcm.format, at: audioTime)
     }
 
     /// What the converter still holds; the next buffer starts a new stream.

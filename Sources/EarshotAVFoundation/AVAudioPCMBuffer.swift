@@ -1,10 +1,16 @@
+/// Audio in a format (AVFoundation's `AVAudioBuffer`); the buffers here are all
+/// ``AVAudioPCMBuffer``s.
+public class AVAudioBuffer {
+    public let format: AVAudioFormat
+    init(format: AVAudioFormat) { self.format = format }
+}
+
 /// A buffer of PCM audio in a format (AVFoundation's `AVAudioPCMBuffer`): room for
 /// ``frameCapacity`` frames, of which ``frameLength`` are valid. Samples are reached through
 /// ``floatChannelData`` (Float32 formats) or ``int16ChannelData`` (Int16 formats): one pointer per
 /// channel when deinterleaved, one pointer with ``stride`` equal to the channel count when
 /// interleaved. Like AVFoundation's, not for concurrent use.
-public final class AVAudioPCMBuffer {
-    public let format: AVAudioFormat
+public final class AVAudioPCMBuffer: AVAudioBuffer {
     public let frameCapacity: AVAudioFrameCount
     /// Valid frames; at most ``frameCapacity``.
     public var frameLength: AVAudioFrameCount {
@@ -17,7 +23,6 @@ public final class AVAudioPCMBuffer {
     public init?(pcmFormat format: AVAudioFormat, frameCapacity: AVAudioFrameCount) {
         let bytes = format.commonFormat.bytesPerSample
         guard bytes > 0 else { return nil }
-        self.format = format
         self.frameCapacity = frameCapacity
         frameLength = 0
         let channels = Int(format.channelCount)
@@ -29,6 +34,7 @@ public final class AVAudioPCMBuffer {
         for channel in 0..<pointers {
             (channelPointers + channel).initialize(to: storage + channel * Int(frameCapacity) * bytes)
         }
+        super.init(format: format)
     }
 
     deinit {

@@ -54,6 +54,39 @@ import TestSupport
         #expect(skipped.first?.bufferStartTime == nil, "the previous stretch's tail comes first, contiguous")
     }
 
+    /// AVAudioConverter's pull conversion as microphone-tap code uses it (each tap buffer handed
+    /// over once, then `.noDataNow`; `.endOfStream` at the end): a second at 48 kHz stereo comes
+    /// out as a second at 16 kHz mono, the resampler's tail included.
+    @Test func pullConversionAsATapUsesIt() throws {
+        let converter = try #require(AVAudioConverter(from: Self.stereo48k, to: Self.analyzerFormat))
+        var frames = 0
+        for buffer in Self.tone(buffers: 10, frames: 4800) {
+            let capacity = AVAudioFrameCount(Double(buffer.frameLength) * Self.analyzerFormat.sampleRate / Self.stereo48k.sampleRate) + 32
+            let converted = try #require(AVAudioPCMBuffer(pcmFormat: Self.analyzerFormat, frameCapacity: capacity))
+            var consumed = false
+            var error: NSError?
+            let status = converter.convert(to: converted, error: &error) { _, inputStatus in
+                if consumed {
+                    inputStatus.pointee = .noDataNow
+                    return nil
+                }
+                consumed = true
+                inputStatus.pointee = .haveData
+                return buffer
+            }
+            #expect(error == nil && (status == .inputRanDry || status == .haveData))
+            frames += Int(converted.frameLength)
+        }
+        let tail = try #require(AVAudioPCMBuffer(pcmFormat: Self.analyzerFormat, frameCapacity: 16000))
+        #expect(converter.convert(to: tail, error: nil) { _, inputStatus in
+            inputStatus.pointee = .endOfStream
+            return nil
+        } == .haveData)
+        #expect(tail.frameLength > 0, "the end of the stream drains the resampler")
+        #expect(abs(frames + Int(tail.frameLength) - 16000) <= 1)
+        #expect(converter.convert(to: tail, error: nil) { _, _ in nil } == .endOfStream)
+    }
+
     /// AVAudioPCMBuffer's shape: capacity, length, per-channel pointers when deinterleaved, one
     /// strided pointer when interleaved, and the sample-type accessors.
     @Test func pcmBufferHasApplesShape() throws {

@@ -46,7 +46,8 @@ enum TranscribeCommand {
                     try await analyzer.analyzeSequence(RawPCMInputSequenceProvider(fileDescriptor: 0, sampleRate: try integer(arguments, "rate", default: 16000),
                                                                                    channels: try integer(arguments, "channels", default: 1), analyzerFormat: format).analyzerInputs)
                 } else {
-                    try await analyzer.analyzeSequence(from: try AVAudioFile(forReading: URL(fileURLWithPath: file)))
+                    // The provider opens and decodes the file on its own threads.
+                    try await analyzer.analyzeSequence(AssetInputSequenceProvider.provider(from: AVURLAsset(url: URL(fileURLWithPath: file)), compatibleWith: [module]).analyzerInputs)
                 }
                 if let last { try await analyzer.finalizeAndFinish(through: last) } else { await analyzer.cancelAndFinishNow() }
                 let segments = try await collector.value

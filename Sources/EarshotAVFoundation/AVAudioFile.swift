@@ -1,8 +1,9 @@
 import EarshotAudio
 import Foundation
 
-/// An audio file open for reading (AVFoundation's `AVAudioFile`), decoded by libsndfile: WAV,
-/// FLAC, Ogg/Vorbis, Opus, MP3, AIFF and the other formats it knows. Reads are blocking; the
+/// An audio file open for reading (AVFoundation's `AVAudioFile`), decoded by libsndfile (WAV,
+/// FLAC, Ogg/Vorbis, Opus, MP3, AIFF, …) or, for containers it does not read (m4a/AAC, mp4,
+/// webm, mkv, …), by FFmpeg: the first audio stream. Reads are blocking; the
 /// analyzer and ``AssetInputSequenceProvider`` read on dedicated threads. Safe to share: reads are
 /// serialized.
 public final class AVAudioFile: @unchecked Sendable {
@@ -15,19 +16,33 @@ public final class AVAudioFile: @unchecked Sendable {
     /// Frames in the file (0 when libsndfile cannot tell).
     public let length: AVAudioFramePosition
     private let lock = NSLock()
-    private let reader: AudioFileReader
+    private let reader: any PCMFileSource
     private var position: AVAudioFramePosition = 0
 
-    /// Opens `fileURL`; throws ``AudioError`` for an unreadable file or a format outside
-    /// ``AudioLimits`` (8000…384000 Hz, 1…8 channels).
+    /// Opens `fileURL`; throws ``AudioError`` for an unreadable file (one with no audio stream says
+    /// so) or a format outside ``AudioLimits`` (8000…384000 Hz, 1…8 channels).
     public init(forReading fileURL: URL) throws(AudioError) {
-        reader = try AudioFileReader(path: fileURL.path)
+        reader = try Self.open(fileURL.path)
         url = fileURL
         let channels = AVAudioChannelCount(reader.channels), rate = Double(reader.sampleRate)
         // AudioLimits has checked rate and channels, so both formats exist.
         fileFormat = AVAudioFormat(commonFormat: .pcmFormatFloat32, sampleRate: rate, channels: channels, interleaved: true)!
         processingFormat = AVAudioFormat(standardFormatWithSampleRate: rate, channels: channels)!
         length = max(0, reader.frameCount)
+    }
+
+    /// libsndfile first; FFmpeg for what libsndfile cannot open (keeping libsndfile's reason when
+    /// FFmpeg cannot open it either).
+    private static func open(_ path: String) throws(AudioError) -> any PCMFileSource {
+        do {
+            return try AudioFileReader(path: path)
+        } catch .unreadable(_, let reason) {
+            do {
+                return try FFmpegFileReader(path: path)
+            } catch .unreadable(_, let ffmpegReason) where ffmpegReason != FFmpegFileReader.noAudioStream {
+                throw .unreadable(path: path, reason: reason)
+            }
+        }
     }
 
     /// The next frame ``read(into:)`` reads.

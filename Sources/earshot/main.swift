@@ -16,7 +16,8 @@ let usage = """
       reservations                            this app's reserved locales
       reserve L | release L                   reserve or release a locale
       transcribe FILE... [--locale L|auto] [--module KIND] [--translate] [--json|--srt|--vtt]
-                                              transcribe audio files (any format libsndfile reads); installs
+                                              transcribe audio and video files (what libsndfile or FFmpeg reads:
+                                              WAV, FLAC, Ogg, MP3, m4a, mp4, webm, …); installs
                                               the model if needed, preferring a transcriber over dictation;
                                               --locale auto identifies the language of each segment,
                                               --translate gives English text (multilingual models)

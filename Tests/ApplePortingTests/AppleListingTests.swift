@@ -32,6 +32,42 @@ struct AppleListingTests {
         #expect(try Porting.wer(text, ids: [id]) <= 0.35, "\(text)")
     }
 
+    /// Containers people have — an m4a (AAC) and an mp4 video made from the LibriVox WAV by
+    /// Debian's `ffmpeg` — transcribe through the same listing as the WAV, FFmpeg decoding them.
+    @Test(arguments: [("m4a", false), ("mp4", true)])
+    func containersTranscribeLikeTheWav(container: String, video: Bool) async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("esport")
+        defer { directory.remove() }
+        let id = Porting.ids[4]
+        let file = try await Porting.encoded(id, as: "speech.\(container)", ["-c:a", "aac", "-b:a", "64k"], video: video, in: directory)
+        let text = try await transcribeFile(at: file, locale: Self.english)
+        print("[\(container)] \(text)")
+        #expect(WordErrorRate.words(text).last == "himself", "\(text)")
+        #expect(try Porting.wer(text, ids: [id]) <= 0.35, "\(text)")
+
+        let cli = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try #require(Porting.daemon).socket, "transcribe", file.path], in: directory, timeout: .seconds(120))
+        #expect(cli.status == 0, "\(cli.stderr)")
+        #expect(WordErrorRate.words(cli.stdout).last == "himself", "earshot transcribe \(container): \(cli.stdout)")
+    }
+
+    /// A video with no audio track is refused with a message saying so — by AVAudioFile, the
+    /// asset provider and `earshot transcribe` — instead of transcribing silence.
+    @Test func videoWithoutAudioIsRefusedClearly() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("esport")
+        defer { directory.remove() }
+        let path = directory.file("silent-film.mp4")
+        let made = try await ChildProcess.run("/usr/bin/ffmpeg", ["-loglevel", "error", "-f", "lavfi", "-i", "color=c=black:s=64x64:d=1", "-c:v", "mpeg4", path], in: directory)
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        let url = URL(fileURLWithPath: path)
+        #expect { _ = try AVAudioFile(forReading: url) } throws: { "\($0)".contains("no audio stream") }
+        await #expect { _ = try await transcribeFile(at: url, locale: Self.english) } throws: { "\($0)".contains("no audio stream") }
+        let cli = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try #require(Porting.daemon).socket, "transcribe", path], in: directory)
+        #expect(cli.status == 1)
+        #expect(cli.stderr.contains("no audio stream"), "\(cli.stderr)")
+    }
+
     /// `analyzeSequence(from: AVAudioFile)`: the analyzer converts the file's format itself (a
     /// 48 kHz stereo file here) and the last word survives.
     @Test func transcriptOfAnAudioFile() async throws {

@@ -75,3 +75,15 @@ struct PortingDaemonTrait: SuiteTrait, TestScoping {
 extension Trait where Self == PortingDaemonTrait {
     static var portingDaemon: Self { PortingDaemonTrait() }
 }
+
+extension Porting {
+    /// Utterance `id` re-encoded by Debian's `ffmpeg` with `arguments` (codec, container) into
+    /// `name` in `directory`; with `video`, a black 64×64 picture track is added.
+    static func encoded(_ id: String, as name: String, _ arguments: [String], video: Bool = false, in directory: TempDirectory) async throws -> URL {
+        let path = directory.file(name)
+        let picture = video ? ["-f", "lavfi", "-i", "color=c=black:s=64x64:d=4", "-c:v", "mpeg4", "-shortest"] : []
+        let run = try await ChildProcess.run("/usr/bin/ffmpeg", ["-loglevel", "error", "-y", "-i", url(id).path] + picture + arguments + [path], in: directory)
+        try #require(run.status == 0, "ffmpeg could not write \(name): \(run.stderr)")
+        return URL(fileURLWithPath: path)
+    }
+}

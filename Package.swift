@@ -24,6 +24,9 @@ let package = Package(
         systemLibrary("CSndfile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         // FFmpeg for containers libsndfile does not read (client side only: the daemon never links it).
+        // libpulse's simple API: microphone capture through PulseAudio or PipeWire (client side
+        // only). No pkg-config: its flags (-pthread, -D_REENTRANT) are ones SwiftPM refuses.
+        .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev"])]),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
         // Installed from the PyPI wheel sherpa-onnx-core by Scripts/setup.sh (sherpa-onnx.pc).
@@ -45,7 +48,7 @@ let package = Package(
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "CSystemd",
         ], exclude: ["README.md"]),
-        .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "CFFmpeg"], exclude: ["README.md"]),
+        .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "CFFmpeg", "CPulse"], exclude: ["README.md"]),
         .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotAVFoundation"], exclude: ["README.md"]),
         .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 

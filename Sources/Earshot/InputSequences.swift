@@ -123,3 +123,48 @@ public final class RawPCMInputSequenceProvider: Sendable {
         }
     }
 }
+
+/// Analyzer input from a microphone (Apple's `CaptureInputSequenceProvider`): the device's
+/// sound-server source (PulseAudio, or PipeWire through its PulseAudio interface) recorded in the
+/// analyzer's format — the server converts — a tenth of a second at a time on dedicated threads.
+/// The sequence ends once the session's `stopRunning()` is called, after the audio recorded so far.
+public final class CaptureInputSequenceProvider: Sendable {
+    /// The session; `stopRunning()` ends ``analyzerInputs``.
+    public let captureSession: AVCaptureSession
+    /// Present for source compatibility: the provider records the device itself.
+    public let captureAudioDataOutput = AVCaptureAudioDataOutput()
+    public let analyzerInputs: AnalyzerInputSequence
+
+    init(device: AVCaptureDevice, session: AVCaptureSession, analyzerFormat: AVAudioFormat) {
+        captureSession = session
+        let application = EarshotService.defaultAppID
+        analyzerInputs = AnalyzerInputSequence {
+            let recorder = try SoundServerRecorder(device: device, format: analyzerFormat, application: application)
+            let frames = max(1, Int(analyzerFormat.sampleRate) / 10)
+            return {
+                guard !session.isStopped else { return nil }
+                return [AnalyzerInput(format: analyzerFormat, samples: try recorder.read(frames: frames), bufferStartTime: nil)]
+            }
+        }
+    }
+
+    /// Records the default source into `session` in `analyzerFormat`.
+    public convenience init(session: AVCaptureSession, analyzerFormat: AVAudioFormat, priority: TaskPriority?) throws {
+        // The default audio device always exists; the server is reached when recording starts.
+        self.init(device: AVCaptureDevice.default(for: .audio)!, session: session, analyzerFormat: analyzerFormat)
+    }
+
+    /// Records `captureDevice` in a new, running session in the best format for `modules`.
+    public static func providerWithSession(from captureDevice: AVCaptureDevice, compatibleWith modules: [any SpeechModule], priority: TaskPriority? = nil) async throws -> CaptureInputSequenceProvider {
+        let session = AVCaptureSession()
+        session.startRunning()
+        return try await provider(from: captureDevice, in: session, compatibleWith: modules, priority: priority)
+    }
+
+    /// Records `captureDevice` into `session` in the best format for `modules`; throws
+    /// ``EarshotError/noCompatibleAudioFormat`` when their assets are not installed.
+    public static func provider(from captureDevice: AVCaptureDevice, in session: AVCaptureSession, compatibleWith modules: [any SpeechModule], priority: TaskPriority? = nil) async throws -> CaptureInputSequenceProvider {
+        guard let format = await SpeechAnalyzer.bestAvailableAudioFormat(compatibleWith: modules) else { throw EarshotError.noCompatibleAudioFormat }
+        return CaptureInputSequenceProvider(device: captureDevice, session: session, analyzerFormat: format)
+    }
+}

@@ -4,12 +4,13 @@ import EarshotCommandLine
 import EarshotWire
 import Foundation
 
-/// `earshot transcribe FILE… [--locale L] [--module KIND] [--json|--srt|--vtt]` and `--live`.
+/// `earshot transcribe FILE… [--locale L] [--module KIND] [--json|--srt|--vtt]`, `--live` and `--mic`.
 enum TranscribeCommand {
     static func run(_ arguments: Arguments, connection: DaemonConnection) async throws -> ExitCode {
         let files = Array(arguments.positional.dropFirst())
-        let live = arguments.has("live")
-        guard live || !files.isEmpty else { throw WireError(.badRequest, "transcribe needs audio files (or --live to read PCM from stdin)") }
+        let mic = arguments.has("mic")
+        let live = arguments.has("live") || mic
+        guard live || !files.isEmpty else { throw WireError(.badRequest, "transcribe needs audio files (or --live to read PCM from stdin, or --mic)") }
         var candidates = try ModuleArguments.candidates(locale: arguments.value("locale") ?? "en-US", module: arguments.value("module"))
         candidates = candidates.filter { $0.kind != .detector }
         let translate = arguments.has("translate")
@@ -36,13 +37,15 @@ enum TranscribeCommand {
             throw EarshotError.noCompatibleAudioFormat
         }
         var exit = ExitCode.success
-        for file in live ? ["-"] : files {
+        for file in live ? [mic ? "microphone" : "-"] : files {
             let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
             let analyzer = SpeechAnalyzer(modules: [module])
             let display = live ? LiveLine(textToStdout: !(arguments.has("json") || arguments.has("srt") || arguments.has("vtt"))) : nil
             let collector = Task { try await segments(of: module, live: display) }
             do {
-                let last = if live {
+                let last = if mic {
+                    try await analyzer.analyzeSequence(try await microphone(arguments, module: module))
+                } else if live {
                     try await analyzer.analyzeSequence(RawPCMInputSequenceProvider(fileDescriptor: 0, sampleRate: try integer(arguments, "rate", default: 16000),
                                                                                    channels: try integer(arguments, "channels", default: 1), analyzerFormat: format).analyzerInputs)
                 } else {
@@ -64,6 +67,24 @@ enum TranscribeCommand {
         }
         return exit
     }
+
+    /// The `--device` source (default: the sound server's), recorded until SIGINT (Ctrl-C), which
+    /// stops capture so the words said so far are finalized and printed.
+    static func microphone(_ arguments: Arguments, module: any SpeechModule) async throws -> AnalyzerInputSequence {
+        let device = try arguments.value("device").map { name in
+            try AVCaptureDevice(uniqueID: name).orThrow(WireError(.badRequest, "--device needs a source name (pactl list sources short)"))
+        } ?? AVCaptureDevice.default(.microphone, for: .audio, position: .unspecified)!
+        let provider = try await CaptureInputSequenceProvider.providerWithSession(from: device, compatibleWith: [module])
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler { provider.captureSession.stopRunning() }
+        interrupt.resume()
+        stopOnInterrupt = interrupt
+        return provider.analyzerInputs
+    }
+
+    /// Keeps the SIGINT source alive while capturing.
+    nonisolated(unsafe) static var stopOnInterrupt: (any DispatchSourceSignal)?
 
     /// `--NAME N` as an integer (`fallback` when absent); anything else is an error, not a default.
     static func integer(_ arguments: Arguments, _ name: String, default fallback: Int) throws -> Int {

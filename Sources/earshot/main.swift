@@ -23,9 +23,11 @@ let usage = """
                                               --translate gives English text (multilingual models)
       transcribe --live [--rate HZ] [--channels N]
                                               transcribe raw s16le PCM from stdin as it arrives
+      transcribe --mic [--device SOURCE]      transcribe the microphone (PulseAudio/PipeWire source;
+                                              volatile text in place on a terminal; Ctrl-C finalizes)
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels"], flags: ["json", "installed", "srt", "vtt", "live", "translate"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
 let arguments = invocation.arguments
 let command = invocation.command
 let json = arguments.has("json")

@@ -9,6 +9,7 @@ import Earshot // was: import Speech, import AVFoundation
 enum TranscriptionError: Error {
     case localeNotSupported(Locale)
     case noTranscriberAvailable
+    case couldNotCaptureMicrophone
 }
 
 func transcribeFile(at url: URL, locale: Locale = .current) async throws -> String {

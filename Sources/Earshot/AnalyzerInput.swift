@@ -1,74 +1,58 @@
 import EarshotWire
 import Foundation
 
-/// A PCM format (the role `AVAudioFormat` plays on Apple platforms).
-public struct AudioFormat: Sendable, Hashable, CustomStringConvertible {
-    public enum CommonFormat: Sendable, Hashable {
-        case pcmFormatInt16
-        case pcmFormatFloat32
-    }
-    public let sampleRate: Double
-    public let channelCount: Int
-    public let commonFormat: CommonFormat
-
-    public init(commonFormat: CommonFormat, sampleRate: Double, channels: Int) {
-        self.commonFormat = commonFormat
-        self.sampleRate = sampleRate
-        channelCount = channels
-    }
-
-    public var description: String { "\(Int(sampleRate)) Hz, \(channelCount) ch, \(commonFormat == .pcmFormatInt16 ? "int16" : "float32")" }
-
-    init(_ spec: AudioFormatSpec) {
-        self.init(commonFormat: .pcmFormatInt16, sampleRate: Double(spec.rate), channels: spec.channels)
-    }
-}
-
-/// Interleaved PCM samples in a format (the role `AVAudioPCMBuffer` plays).
-public struct AudioBuffer: Sendable, Hashable {
-    public let format: AudioFormat
+/// Time-coded audio for the analyzer (Apple's `AnalyzerInput`): a copy of a PCM buffer's valid
+/// frames and an optional start time on the session timeline. Without a start time it follows the
+/// previous input; with one, input may be discontiguous.
+public struct AnalyzerInput: Sendable {
+    /// The time-code of this input.
+    public let bufferStartTime: CMTime?
+    /// The audio format of this input.
+    public let bufferFormat: AVAudioFormat
     /// Interleaved samples in [-1, 1].
-    public let samples: [Float]
+    let samples: [Float]
 
-    public init(format: AudioFormat, samples: [Float]) {
-        self.format = format
+    public init(buffer: AVAudioPCMBuffer) {
+        self.init(buffer: buffer, bufferStartTime: nil)
+    }
+
+    /// Input that starts at `bufferStartTime`, for audio that may be discontiguous with previous input.
+    public init(buffer: AVAudioPCMBuffer, bufferStartTime: CMTime?) {
+        self.init(format: buffer.format, samples: buffer.interleavedSamples, bufferStartTime: bufferStartTime)
+    }
+
+    init(format: AVAudioFormat, samples: [Float], bufferStartTime: CMTime?) {
+        bufferFormat = format
         self.samples = samples
+        self.bufferStartTime = bufferStartTime
+    }
+
+    /// A new copy of the audio data for this input.
+    public var buffer: AVAudioPCMBuffer {
+        // The format held these samples when the input was made.
+        AVAudioPCMBuffer(format: bufferFormat, interleavedSamples: samples)!
     }
 
     /// Frames (samples per channel).
-    public var frameLength: Int { samples.count / max(format.channelCount, 1) }
+    var frameLength: Int { samples.count / Int(bufferFormat.channelCount) }
 
-    /// The samples as little-endian PCM of the buffer's format.
-    var wireBytes: [UInt8] { wireBytes(frames: 0..<frameLength) }
+    /// The length of this input (exact when the rate is a whole number of Hz).
+    public var bufferDuration: CMTime {
+        let rate = bufferFormat.sampleRate
+        if rate.rounded() == rate, rate <= Double(Int32.max) { return CMTime(value: Int64(frameLength), timescale: Int32(rate)) }
+        return CMTime(seconds: Double(frameLength) / rate, preferredTimescale: 1_000_000)
+    }
 
-    /// Frames `frames` as little-endian PCM of the buffer's format.
+    /// Frames `frames` as little-endian PCM of the input's format.
     func wireBytes(frames: Range<Int>) -> [UInt8] {
-        let channels = max(format.channelCount, 1)
+        let channels = Int(bufferFormat.channelCount)
         let slice = Array(samples[(frames.lowerBound * channels)..<(frames.upperBound * channels)])
-        switch format.commonFormat {
+        switch bufferFormat.commonFormat {
         case .pcmFormatInt16:
             return PCMSamples.s16le(slice)
-        case .pcmFormatFloat32:
+        default:
             return slice.withUnsafeBytes { Array($0) }
         }
-    }
-}
-
-/// Audio for the analyzer with an optional start time on the session timeline (Apple's
-/// `AnalyzerInput`). Without a start time it follows the previous input; with one, input may be
-/// discontiguous.
-public struct AnalyzerInput: Sendable {
-    public let buffer: AudioBuffer
-    public let bufferStartTime: CMTime?
-
-    public init(buffer: AudioBuffer) {
-        self.buffer = buffer
-        bufferStartTime = nil
-    }
-
-    public init(buffer: AudioBuffer, bufferStartTime: CMTime?) {
-        self.buffer = buffer
-        self.bufferStartTime = bufferStartTime
     }
 }
 
@@ -82,8 +66,16 @@ public final class AnalysisContext: @unchecked Sendable {
         public static let general = ContextualStringsTag("general")
     }
 
+    /// A key for app data carried with the context.
+    public struct UserDataTag: Hashable, Sendable, RawRepresentable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+    }
+
     private let lock = NSLock()
     private var strings: [ContextualStringsTag: [String]] = [:]
+    private var data: [UserDataTag: any Sendable] = [:]
 
     public init() {}
 
@@ -91,6 +83,12 @@ public final class AnalysisContext: @unchecked Sendable {
     public var contextualStrings: [ContextualStringsTag: [String]] {
         get { lock.withLock { strings } }
         set { lock.withLock { strings = newValue } }
+    }
+
+    /// App data kept with the context for the app's own use; it stays in this process.
+    public var userData: [UserDataTag: any Sendable] {
+        get { lock.withLock { data } }
+        set { lock.withLock { data = newValue } }
     }
 
     var wire: AnalysisContextData {

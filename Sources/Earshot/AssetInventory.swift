@@ -4,15 +4,37 @@ import Foundation
 /// Apple's `AssetInventory`: reserve locales, check and install the assets modules need. Assets
 /// are shared by every app on the machine and managed by `earshotd`.
 public enum AssetInventory {
-    /// A module set's status: `unsupported`, `supported`, `downloading` or `installed`. Not
-    /// ordered: switch on the cases.
-    public typealias Status = AssetStatus
+    /// A module set's status. Ordered by declaration as in Apple's 27.0 SDK (`unsupported` <
+    /// `downloading` < `supported` < `installed`; 26.5 ordered `supported` before `downloading`):
+    /// prefer switching on the cases.
+    public enum Status: Comparable, Hashable, Sendable {
+        /// The modules will not work with their configuration.
+        case unsupported
+        /// The assets are being downloaded or installed.
+        case downloading
+        /// The modules can work, but their assets need to be downloaded.
+        case supported
+        /// Everything needed is installed.
+        case installed
+
+        init(_ status: AssetStatus) {
+            self = switch status {
+            case .unsupported: .unsupported
+            case .downloading: .downloading
+            case .supported: .supported
+            case .installed: .installed
+            }
+        }
+    }
 
     /// The status of `modules` together (unsupported if any is, then downloading, then supported).
-    /// `unsupported` when no daemon answers.
+    /// With no daemon answering, one is started (``EarshotService``); if that fails too, the reason
+    /// is written to standard error and the status is `unsupported`.
     public static func status(forModules modules: [any SpeechModule]) async -> Status {
         let request = ModuleStatusRequest(modules: modules.map(\.moduleConfiguration))
-        return (try? await EarshotService.shared.request(request, expecting: ModuleStatusReply.self).status) ?? .unsupported
+        return await EarshotService.answer("AssetInventory.status(forModules:)", fallback: .unsupported) {
+            Status(try await EarshotService.shared.request(request, expecting: ModuleStatusReply.self).status)
+        }
     }
 
     /// `nil` when everything `modules` need is installed; otherwise a request whose
@@ -41,15 +63,19 @@ public enum AssetInventory {
     /// Releases this app's reservation of `reservedLocale`; the system removes its assets later.
     @discardableResult
     public static func release(reservedLocale: Locale) async -> Bool {
-        (try? await EarshotService.shared.request(ReleaseRequest(locale: reservedLocale.identifier), expecting: ReleaseReply.self).released) ?? false
+        await EarshotService.answer("AssetInventory.release(reservedLocale:)", fallback: false) {
+            try await EarshotService.shared.request(ReleaseRequest(locale: reservedLocale.identifier), expecting: ReleaseReply.self).released
+        }
     }
 
     /// This app's reserved locales.
     public static var reservedLocales: [Locale] {
         get async {
-            guard let reply = try? await EarshotService.shared.request(ReservationsRequest(), expecting: ReservationsReply.self) else { return [] }
-            await EarshotService.shared.rememberQuota(reply.maximum)
-            return reply.reservations.map { Locale(identifier: $0.locale) }
+            await EarshotService.answer("AssetInventory.reservedLocales", fallback: []) {
+                let reply = try await EarshotService.shared.request(ReservationsRequest(), expecting: ReservationsReply.self)
+                await EarshotService.shared.rememberQuota(reply.maximum)
+                return reply.reservations.map { Locale(identifier: $0.locale) }
+            }
         }
     }
 

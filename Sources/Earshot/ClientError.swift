@@ -1,4 +1,5 @@
 import EarshotWire
+import Foundation
 
 /// Errors the client library reports.
 public enum EarshotError: Error, Sendable, CustomStringConvertible {
@@ -22,6 +23,9 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
     case untrustedSocketDirectory(path: String, reason: String)
     /// Audio this client cannot send (e.g. a sample rate that is not a whole number of Hz).
     case unsupportedAudioFormat(String)
+    /// The modules have no compatible audio format yet: their assets are not installed (install
+    /// them through ``AssetInventory`` first).
+    case noCompatibleAudioFormat
 
     public var description: String {
         switch self {
@@ -34,6 +38,7 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
         case .untrustedDaemon(let path, let uid): "the process at \(path) is owned by uid \(uid), not the Earshot daemon"
         case .untrustedSocketDirectory(_, let reason): "not connecting to the Earshot user socket: \(reason)"
         case .unsupportedAudioFormat(let what): "unsupported audio format: \(what)"
+        case .noCompatibleAudioFormat: "no compatible audio format: the modules' assets are not installed (see AssetInventory.assetInstallationRequest(supporting:))"
         }
     }
 

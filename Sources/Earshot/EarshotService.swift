@@ -1,3 +1,4 @@
+import EarshotSystem
 import EarshotWire
 import Foundation
 
@@ -9,14 +10,17 @@ public actor EarshotService {
 
     private var appID: String = EarshotService.defaultAppID
     private var socket: String?
+    private var startsUserDaemon = true
     private var connection: DaemonConnection?
     private let cache = QuotaCache()
 
-    /// Sets the app id reservations are kept under (default: `org.earshot.app.<executable>`) and,
-    /// optionally, the daemon socket. Takes effect at the next connection.
-    public func configure(appID: String, socket: String? = nil) async {
+    /// Sets the app id reservations are kept under (default: `org.earshot.app.<executable>`),
+    /// optionally the daemon socket, and whether a per-user daemon is started when none answers.
+    /// Takes effect at the next connection.
+    public func configure(appID: String, socket: String? = nil, startsUserDaemon: Bool = true) async {
         self.appID = appID
         self.socket = socket
+        self.startsUserDaemon = startsUserDaemon
         await connection?.close()
         connection = nil
     }
@@ -30,10 +34,22 @@ public actor EarshotService {
         return "org.earshot.app." + String(name).prefix(200)
     }
 
-    /// The live connection, made on first use.
+    /// The live connection, made on first use. When no daemon answers, starts the per-user daemon
+    /// (`earshotd --user`, found beside the running executable or on `PATH`) as `earshot` does;
+    /// throws ``EarshotError/noDaemon(tried:)`` saying so when that fails too.
     public func connection() async throws -> DaemonConnection {
         if let connection, await connection.isOpen { return connection }
-        let fresh = try await DaemonConnection.connect(socket: socket, appID: appID)
+        let fresh: DaemonConnection
+        do {
+            fresh = try await DaemonConnection.connect(socket: socket, appID: appID)
+        } catch EarshotError.noDaemon(let tried) {
+            guard startsUserDaemon else { throw EarshotError.noDaemon(tried: tried) }
+            guard let daemon = UserDaemon.locate() else {
+                throw EarshotError.noDaemon(tried: tried + [("earshotd", "not found beside \(ProcessFacts.executableDirectory) or on PATH, so no user daemon could be started")])
+            }
+            let path = try await UserDaemon.start(daemon: daemon, socket: socket)
+            fresh = try await DaemonConnection.connect(socket: path, appID: appID)
+        }
         connection = fresh
         if let quota = await fresh.welcome?.maxReservedLocales { cache.set(quota) }
         return fresh
@@ -53,6 +69,17 @@ public actor EarshotService {
     nonisolated var cachedQuota: Int? { cache.value }
 
     func rememberQuota(_ value: Int) { cache.set(value) }
+
+    /// The answer of a query whose Apple signature cannot throw: `fallback` when it fails, with
+    /// the reason on standard error (never a silent "unsupported").
+    static func answer<T: Sendable>(_ api: String, fallback: T, _ query: () async throws -> T) async -> T {
+        do {
+            return try await query()
+        } catch {
+            FileHandle.standardError.write(Data("Earshot: \(api): \(error)\n".utf8))
+            return fallback
+        }
+    }
 }
 
 /// A lock-protected value readable without awaiting.

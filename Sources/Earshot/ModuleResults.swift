@@ -1,47 +1,64 @@
 import EarshotWire
 import Foundation
 
-/// A transcription module's result: an assertion about a range of audio (Apple's
-/// `SpeechTranscriber.Result` / `DictationTranscriber.Result`). Volatile results for a range are
-/// replaced by later ones; a final result is not.
-public struct TranscriptionResult: Sendable, Hashable, CustomStringConvertible {
+/// What every module's results have (Apple's `SpeechModuleResult`).
+public protocol SpeechModuleResult {
+    /// The audio input range this result applies to.
+    var range: CMTimeRange { get }
+    /// Results from this module are final up to, not including, this time (after this result).
+    var resultsFinalizationTime: CMTime { get }
+    /// Whether this result is final at the time it is produced. (A requirement with a default here,
+    /// where Apple has only the extension, so the daemon's own verdict reaches generic code.)
+    var isFinal: Bool { get }
+}
+
+extension SpeechModuleResult {
+    /// Final when results are final through the end of its range.
+    public var isFinal: Bool { resultsFinalizationTime >= range.end }
+}
+
+/// A transcription module's result: an assertion about a range of audio. Volatile results for a
+/// range are replaced by later ones; a final result is not. `Module` tells the two transcribers'
+/// results apart: use it as `SpeechTranscriber.Result` or `DictationTranscriber.Result`.
+public struct TranscriptionResult<Module: SpeechModule>: SpeechModuleResult, Sendable, Hashable, CustomStringConvertible {
     /// The most likely interpretation, with `audioTimeRange`/`transcriptionConfidence` on its runs
     /// when those attributes were asked for.
-    public let text: AttributedString
+    public var text: AttributedString
     /// Other interpretations, most likely first.
     public let alternatives: [AttributedString]
-    /// The audio this result is about.
     public let range: CMTimeRange
-    /// Results from this module are final up to, not including, this time.
     public let resultsFinalizationTime: CMTime
-    /// Whether this result is final.
-    public let isFinal: Bool
     /// The language spoken in this range: the one the engine identified for a module whose locale
     /// is `und`, else the module's (nil when the engine does not say). Earshot extension.
     public let language: Locale?
+    /// The daemon's finality, which can differ from the time comparison at a segment's edge.
+    private let final: Bool
 
     init(_ result: AnalyzerResult) {
         text = result.attributedText
         alternatives = result.alternatives.map(AttributedString.init)
-        range = result.range
-        resultsFinalizationTime = result.finalizationTime
-        isFinal = result.isFinal
+        range = CMTimeRange(result.range)
+        resultsFinalizationTime = CMTime(result.finalizationTime)
+        final = result.isFinal
         language = result.language.map { Locale(identifier: $0) }
     }
+
+    /// Whether this result is final.
+    public var isFinal: Bool { final }
 
     public var description: String { "\(isFinal ? "final" : "volatile") \(range): \(String(text.characters))" }
 }
 
 /// A speech detector's result: whether a range holds speech (only with `reportResults`).
-public struct DetectionResult: Sendable, Hashable {
+public struct DetectionResult: SpeechModuleResult, Sendable, Hashable {
     public let range: CMTimeRange
     public let resultsFinalizationTime: CMTime
     public let speechDetected: Bool
     public var isFinal: Bool { true }
 
     init(_ result: AnalyzerResult) {
-        range = result.range
-        resultsFinalizationTime = result.finalizationTime
+        range = CMTimeRange(result.range)
+        resultsFinalizationTime = CMTime(result.finalizationTime)
         speechDetected = result.speechDetected ?? false
     }
 }
@@ -50,6 +67,7 @@ public struct DetectionResult: Sendable, Hashable {
 /// finishes (throwing the session's error, if any).
 public struct ModuleResults<Result: Sendable>: AsyncSequence, Sendable {
     public typealias Element = Result
+    public typealias Failure = any Error
     let stream: AsyncThrowingStream<Result, any Error>
     public func makeAsyncIterator() -> AsyncThrowingStream<Result, any Error>.AsyncIterator { stream.makeAsyncIterator() }
 }

@@ -55,7 +55,8 @@ public actor SpeechAnalyzer {
         context = AnalysisContext()
     }
 
-    /// Creates the analyzer and starts analysing `inputSequence` autonomously.
+    /// Creates the analyzer and starts analysing `inputSequence` autonomously. Ending the sequence
+    /// does not finish the session: call a finish method.
     public init<S: AsyncSequence & Sendable>(inputSequence: S, modules: [any SpeechModule], options: Options? = nil,
                                              analysisContext: AnalysisContext = AnalysisContext(),
                                              volatileRangeChangedHandler: (@Sendable (CMTimeRange?, Bool, Bool) -> Void)? = nil) where S.Element == AnalyzerInput {
@@ -63,19 +64,50 @@ public actor SpeechAnalyzer {
         self.options = options
         context = analysisContext
         volatileHandler = volatileRangeChangedHandler
-        autonomous.set(Task { [self] in _ = try? await self.analyzeSequence(inputSequence) })
+        autonomous.set(Task { [self] in await self.runAutonomously(finishAfterInput: false) { try await self.analyzeSequence(inputSequence) } })
     }
 
-    /// The best format for `modules`: 16 kHz mono 16-bit PCM, or nil when no daemon answers or
-    /// their assets are not installed.
-    public static func bestAvailableAudioFormat(compatibleWith modules: [any SpeechModule]) async -> AudioFormat? {
+    /// Creates the analyzer and starts analysing `inputAudioFile` autonomously (converted to the
+    /// analyzer's format); with `finishAfterFile`, finalizes and finishes after its last sample.
+    public init(inputAudioFile: AVAudioFile, modules: [any SpeechModule], options: Options? = nil,
+                analysisContext: AnalysisContext = AnalysisContext(), finishAfterFile: Bool = false,
+                volatileRangeChangedHandler: (@Sendable (CMTimeRange?, Bool, Bool) -> Void)? = nil) async throws {
+        self.modules = modules
+        self.options = options
+        context = analysisContext
+        volatileHandler = volatileRangeChangedHandler
+        try await start(inputAudioFile: inputAudioFile, finishAfterFile: finishAfterFile)
+    }
+
+    /// The format the daemon analyses: 16 kHz mono 16-bit PCM.
+    static let analyzerFormat = AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: Double(AudioFormatSpec.speech16k.rate),
+                                              channels: AVAudioChannelCount(AudioFormatSpec.speech16k.channels), interleaved: true)!
+
+    /// The best format for `modules`: 16 kHz mono 16-bit PCM, or nil when their assets are not
+    /// installed or no daemon answers (one is started first when none does; see ``EarshotService``).
+    public static func bestAvailableAudioFormat(compatibleWith modules: [any SpeechModule]) async -> AVAudioFormat? {
         guard await AssetInventory.status(forModules: modules) == .installed else { return nil }
-        return AudioFormat(.speech16k)
+        return analyzerFormat
+    }
+
+    /// As ``bestAvailableAudioFormat(compatibleWith:)``; the daemon's models run at 16 kHz mono
+    /// whatever `considering` prefers, so that is the best format for any source.
+    public static func bestAvailableAudioFormat(compatibleWith modules: [any SpeechModule], considering naturalFormat: AVAudioFormat?) async -> AVAudioFormat? {
+        await bestAvailableAudioFormat(compatibleWith: modules)
     }
 
     /// Loads the models now so the first results come without a loading delay.
-    public func prepareToAnalyze(in format: AudioFormat?) async throws {
+    public func prepareToAnalyze(in format: AVAudioFormat?) async throws {
         _ = try await session()
+    }
+
+    /// As ``prepareToAnalyze(in:)``, handing `progressReadyHandler` a `Progress` that completes
+    /// when the models are loaded.
+    public func prepareToAnalyze(in format: AVAudioFormat?, withProgressReadyHandler progressReadyHandler: (@Sendable (Progress) -> Void)?) async throws {
+        let progress = Progress(totalUnitCount: 1)
+        progressReadyHandler?(progress)
+        _ = try await session()
+        progress.completedUnitCount = 1
     }
 
     /// Replaces the modules. During analysis the new modules analyse audio from now on; modules
@@ -119,19 +151,18 @@ public actor SpeechAnalyzer {
         do {
             for try await input in inputSequence {
                 if Task.isCancelled || finished { break }
-                let buffer = input.buffer
-                let format = try Self.wireFormat(buffer.format)
+                let format = try Self.wireFormat(input.bufferFormat)
                 // Whole sample frames per payload, within the daemon's limit.
                 let framesPerPayload = max(1, payloadLimit / (format.width * format.channels))
                 var first = 0
-                while first < buffer.frameLength {
-                    let end = min(first + framesPerPayload, buffer.frameLength)
-                    try await connection.send(AnalyzerAudio(session: id, format: format, start: first == 0 ? input.bufferStartTime : nil),
-                                              payload: buffer.wireBytes(frames: first..<end))
+                while first < input.frameLength {
+                    let end = min(first + framesPerPayload, input.frameLength)
+                    try await connection.send(AnalyzerAudio(session: id, format: format, start: first == 0 ? input.bufferStartTime?.wire : nil),
+                                              payload: input.wireBytes(frames: first..<end))
                     first = end
                 }
                 let start = input.bufferStartTime ?? lastSampleTime ?? .zero
-                lastSampleTime = start + CMTime(value: Int64(buffer.frameLength), timescale: Int32(format.rate))
+                lastSampleTime = start + CMTime(value: Int64(input.frameLength), timescale: Int32(format.rate))
             }
         } catch is CancellationError {
             // Cancelled: return the watermark, as Apple's does.
@@ -142,7 +173,7 @@ public actor SpeechAnalyzer {
 
     /// The wire format of `format`, or ``EarshotError/unsupportedAudioFormat(_:)`` for a rate that
     /// is not a whole, positive number of Hz that fits a time scale, or no channels.
-    static func wireFormat(_ format: AudioFormat) throws -> AudioFormatSpec {
+    static func wireFormat(_ format: AVAudioFormat) throws -> AudioFormatSpec {
         let rate = format.sampleRate
         guard rate.isFinite, rate >= 1, rate <= Double(Int32.max), rate.rounded() == rate else {
             throw EarshotError.unsupportedAudioFormat("sample rate \(rate) Hz is not a whole, positive number of Hz")
@@ -151,25 +182,54 @@ public actor SpeechAnalyzer {
             throw EarshotError.unsupportedAudioFormat("\(format.channelCount) channels")
         }
         let int16 = format.commonFormat == .pcmFormatInt16
-        return AudioFormatSpec(rate: Int(rate), width: int16 ? 2 : 4, channels: format.channelCount, encoding: int16 ? "s16le" : "f32le")
+        return AudioFormatSpec(rate: Int(rate), width: int16 ? 2 : 4, channels: Int(format.channelCount), encoding: int16 ? "s16le" : "f32le")
+    }
+
+    /// Analyses `file` (converted to the analyzer's format, decoded on dedicated threads) like
+    /// ``analyzeSequence(_:)``: returns the time after its last sample (nil if it has none).
+    public func analyzeSequence(from file: AVAudioFile) async throws -> CMTime? {
+        try await analyzeSequence(AnalyzerInputSequence.file(analyzerFormat: Self.analyzerFormat) { file })
     }
 
     /// Starts analysing `inputSequence` in the background.
     public func start<S: AsyncSequence & Sendable>(inputSequence: S) async throws where S.Element == AnalyzerInput {
         _ = try await session()
-        autonomous.set(Task { [self] in _ = try? await self.analyzeSequence(inputSequence) })
+        autonomous.set(Task { [self] in await self.runAutonomously(finishAfterInput: false) { try await self.analyzeSequence(inputSequence) } })
+    }
+
+    /// Starts analysing `inputAudioFile` in the background; with `finishAfterFile`, finalizes and
+    /// finishes after its last sample, so every module's results end.
+    public func start(inputAudioFile: AVAudioFile, finishAfterFile: Bool = false) async throws {
+        _ = try await session()
+        autonomous.set(Task { [self] in await self.runAutonomously(finishAfterInput: finishAfterFile) { try await self.analyzeSequence(from: inputAudioFile) } })
+    }
+
+    /// Runs autonomous analysis: a failure (an unreadable file) finishes the session with that
+    /// error, so results streams throw it instead of waiting.
+    private func runAutonomously(finishAfterInput: Bool, _ analyze: @Sendable () async throws -> CMTime?) async {
+        do {
+            let last = try await analyze()
+            guard finishAfterInput else { return }
+            if let last { try await finalizeAndFinish(through: last) } else { await finishNow() }
+        } catch {
+            guard !finished else { return }
+            end(error)
+            if let connection, let sessionID {
+                _ = try? await connection.request(AnalyzerControl(session: sessionID, action: "finish", mode: .cancelNow), expecting: AnalyzerControlDone.self)
+            }
+        }
     }
 
     /// Stops analysing audio before `time`.
     public func cancelAnalysis(before time: CMTime) {
         guard let connection, let sessionID else { return }
-        Task { _ = try? await connection.request(AnalyzerControl(session: sessionID, action: "cancel-before", time: time), expecting: AnalyzerControlDone.self) }
+        Task { _ = try? await connection.request(AnalyzerControl(session: sessionID, action: "cancel-before", time: time.wire), expecting: AnalyzerControlDone.self) }
     }
 
     /// Finalizes results up to `time` (nil: all input so far); the session continues.
     public func finalize(through time: CMTime?) async throws {
         guard let (connection, id) = try await liveSession() else { return }
-        _ = try await connection.request(AnalyzerControl(session: id, action: "finalize", time: time), expecting: AnalyzerControlDone.self)
+        _ = try await connection.request(AnalyzerControl(session: id, action: "finalize", time: time?.wire), expecting: AnalyzerControlDone.self)
     }
 
     /// Finalizes through `time`, then finishes: every module's results end.
@@ -191,6 +251,10 @@ public actor SpeechAnalyzer {
     /// Drops pending work and finishes now.
     public func cancelAndFinishNow() async {
         autonomous.task?.cancel()
+        await finishNow()
+    }
+
+    private func finishNow() async {
         try? await finish(.cancelNow, time: nil)
         if !finished { end(nil) }
     }
@@ -200,7 +264,7 @@ public actor SpeechAnalyzer {
             end(nil)
             return
         }
-        _ = try await connection.request(AnalyzerControl(session: id, action: "finish", time: time, mode: mode), expecting: AnalyzerControlDone.self)
+        _ = try await connection.request(AnalyzerControl(session: id, action: "finish", time: time?.wire, mode: mode), expecting: AnalyzerControlDone.self)
         if let failure { throw failure }
     }
 
@@ -244,8 +308,9 @@ public actor SpeechAnalyzer {
         case AnalyzerVolatileRange.eventType:
             guard let event = try? frame.decode(AnalyzerVolatileRange.self) else { return }
             let old = volatileRange
-            volatileRange = event.range
-            volatileHandler?(event.range, old?.start != event.range?.start, old?.end != event.range?.end)
+            let range = event.range.map(CMTimeRange.init)
+            volatileRange = range
+            volatileHandler?(range, old?.start != range?.start, old?.end != range?.end)
         case AnalyzerFinished.eventType:
             let event = try? frame.decode(AnalyzerFinished.self)
             end(event?.error.map { EarshotError.daemon($0.wireError) })

@@ -1,16 +1,32 @@
 import EarshotWire
 import Foundation
 
-/// An analysis module: what it needs is described by its configuration, never by an asset name.
-public protocol SpeechModule: Sendable {
+/// An analysis module (Apple's `SpeechModule`): what it needs is described by its configuration,
+/// never by an asset name; it delivers its results through ``results``.
+public protocol SpeechModule: AnyObject, Sendable {
+    associatedtype Result: SpeechModuleResult, Sendable where Result == Results.Element
+    associatedtype Results: AsyncSequence, Sendable where Results.Failure == any Error
+    /// This module's results in the analyzer it is part of; ends when the session finishes.
+    var results: Results { get }
+    /// The formats this module can analyze, given its configuration.
+    var availableCompatibleAudioFormats: [AVAudioFormat] { get async }
     /// The configuration the daemon resolves to assets.
     var moduleConfiguration: ModuleConfiguration { get }
 }
 
-/// A module whose assets depend on a locale.
+extension SpeechModule {
+    /// 16 kHz mono 16-bit PCM: what the daemon's engines analyse.
+    public var availableCompatibleAudioFormats: [AVAudioFormat] {
+        get async { [SpeechAnalyzer.analyzerFormat] }
+    }
+}
+
+/// A module whose assets depend on a locale (Apple's `LocaleDependentSpeechModule`).
 public protocol LocaleDependentSpeechModule: SpeechModule {
     /// The module's kind, for the static locale queries.
     static var assetKind: AssetKind { get }
+    /// The locales this module was configured with.
+    var selectedLocales: [Locale] { get }
 }
 
 extension LocaleDependentSpeechModule {
@@ -27,16 +43,28 @@ extension LocaleDependentSpeechModule {
     /// The supported locale equivalent to `locale` (BCP-47 aware: `en_US`, `en-US-u-…` and, where
     /// only the language is served, `en` all match), or nil.
     public static func supportedLocale(equivalentTo locale: Locale) async -> Locale? {
-        let reply = try? await EarshotService.shared.request(
-            LocalesRequest(kind: assetKind, equivalentTo: locale.identifier), expecting: LocalesReply.self)
-        return reply?.locales.first.map { Locale(identifier: $0) }
+        await EarshotService.answer("supportedLocale(equivalentTo:)", fallback: nil) {
+            try await EarshotService.shared.request(LocalesRequest(kind: assetKind, equivalentTo: locale.identifier), expecting: LocalesReply.self)
+                .locales.first.map { Locale(identifier: $0) }
+        }
     }
 }
 
 enum LocaleQuery {
+    /// Supported locales, or those of them whose assets are installed: a supported regional locale
+    /// counts as installed when an asset for its language is (`en` serves `en-US`, as resolution
+    /// decides), so `supportedLocale(equivalentTo:)`'s answer is found in `installedLocales`.
     static func locales(kind: AssetKind, installed: Bool) async -> [Locale] {
-        let reply = try? await EarshotService.shared.request(LocalesRequest(kind: kind, installed: installed), expecting: LocalesReply.self)
-        return (reply?.locales ?? []).map { Locale(identifier: $0) }
+        await EarshotService.answer(installed ? "installedLocales" : "supportedLocales", fallback: []) {
+            let supported = try await identifiers(kind: kind, installed: false)
+            guard installed else { return supported.map { Locale(identifier: $0) } }
+            let present = Set(try await identifiers(kind: kind, installed: true))
+            return supported.filter { present.contains($0) || present.contains(String($0.prefix { $0 != "-" && $0 != "_" })) }.map { Locale(identifier: $0) }
+        }
+    }
+
+    private static func identifiers(kind: AssetKind, installed: Bool) async throws -> [String] {
+        try await EarshotService.shared.request(LocalesRequest(kind: kind, installed: installed), expecting: LocalesReply.self).locales
     }
 }
 
@@ -103,13 +131,13 @@ public final class SpeechTranscriber: LocaleDependentSpeechModule {
     public let reportingOptions: Set<ReportingOption>
     public let attributeOptions: Set<ResultAttributeOption>
     private let presetName: String?
-    private let channel = ResultChannel<TranscriptionResult>()
+    private let channel = ResultChannel<Result>()
 
-    /// Apple's `SpeechTranscriber.Result`.
-    public typealias Result = TranscriptionResult
+    /// A transcriber's result (Apple's `SpeechTranscriber.Result`).
+    public typealias Result = TranscriptionResult<SpeechTranscriber>
 
     /// This module's results in the analyzer it is part of; ends when the session finishes.
-    public var results: ModuleResults<TranscriptionResult> { ModuleResults(stream: channel.stream) }
+    public var results: ModuleResults<Result> { ModuleResults(stream: channel.stream) }
 
     public init(locale: Locale, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
         self.locale = locale
@@ -118,6 +146,8 @@ public final class SpeechTranscriber: LocaleDependentSpeechModule {
         self.attributeOptions = attributeOptions
         presetName = nil
     }
+
+    public var selectedLocales: [Locale] { [locale] }
 
     public init(locale: Locale, preset: Preset) {
         self.locale = locale
@@ -205,13 +235,16 @@ public final class DictationTranscriber: LocaleDependentSpeechModule {
     public let reportingOptions: Set<ReportingOption>
     public let attributeOptions: Set<ResultAttributeOption>
     private let presetName: String?
-    private let channel = ResultChannel<TranscriptionResult>()
+    private let channel = ResultChannel<Result>()
 
-    /// Apple's `DictationTranscriber.Result` (the same shape as the transcriber's).
-    public typealias Result = TranscriptionResult
+    /// A dictation result (Apple's `DictationTranscriber.Result`): the transcriber's shape, a
+    /// distinct type.
+    public typealias Result = TranscriptionResult<DictationTranscriber>
 
     /// This module's results in the analyzer it is part of; ends when the session finishes.
-    public var results: ModuleResults<TranscriptionResult> { ModuleResults(stream: channel.stream) }
+    public var results: ModuleResults<Result> { ModuleResults(stream: channel.stream) }
+
+    public var selectedLocales: [Locale] { [locale] }
 
     public init(locale: Locale, contentHints: Set<ContentHint>, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
         self.locale = locale
@@ -275,12 +308,12 @@ public final class SpeechDetector: SpeechModule {
 }
 
 extension SpeechTranscriber: ResultReceiving {
-    func receive(_ result: AnalyzerResult) { channel.yield(TranscriptionResult(result)) }
+    func receive(_ result: AnalyzerResult) { channel.yield(Result(result)) }
     func finishResults(_ error: (any Error)?) { channel.finish(error) }
 }
 
 extension DictationTranscriber: ResultReceiving {
-    func receive(_ result: AnalyzerResult) { channel.yield(TranscriptionResult(result)) }
+    func receive(_ result: AnalyzerResult) { channel.yield(Result(result)) }
     func finishResults(_ error: (any Error)?) { channel.finish(error) }
 }
 

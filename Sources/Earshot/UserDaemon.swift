@@ -40,6 +40,12 @@ public enum UserDaemon {
         throw EarshotError.noDaemon(tried: [(path, "earshotd --user did not start listening within \(timeout); see \(log)")])
     }
 
+    /// The `earshotd` to start: beside the running executable, else the first on `PATH`.
+    static func locate(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        let directories = [ProcessFacts.executableDirectory] + (environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        return directories.map { ($0 as NSString).appendingPathComponent("earshotd") }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
     /// `name` in the directory of the running executable.
     static func siblingExecutable(_ name: String) -> String {
         (ProcessFacts.executableDirectory as NSString).appendingPathComponent(name)

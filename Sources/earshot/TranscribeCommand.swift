@@ -1,17 +1,16 @@
 import Earshot
-import EarshotAudio
 import EarshotClientCommandLine
 import EarshotCommandLine
-import EarshotSystem
 import EarshotWire
 import Foundation
 
-/// `earshot transcribe FILE… [--locale L] [--module KIND] [--json|--srt|--vtt]` and `--live`.
+/// `earshot transcribe FILE… [--locale L] [--module KIND] [--json|--srt|--vtt]`, `--live` and `--mic`.
 enum TranscribeCommand {
     static func run(_ arguments: Arguments, connection: DaemonConnection) async throws -> ExitCode {
         let files = Array(arguments.positional.dropFirst())
-        let live = arguments.has("live")
-        guard live || !files.isEmpty else { throw WireError(.badRequest, "transcribe needs audio files (or --live to read PCM from stdin)") }
+        let mic = arguments.has("mic")
+        let live = arguments.has("live") || mic
+        guard live || !files.isEmpty else { throw WireError(.badRequest, "transcribe needs audio files (or --live to read PCM from stdin, or --mic)") }
         var candidates = try ModuleArguments.candidates(locale: arguments.value("locale") ?? "en-US", module: arguments.value("module"))
         candidates = candidates.filter { $0.kind != .detector }
         let translate = arguments.has("translate")
@@ -33,28 +32,26 @@ enum TranscribeCommand {
         let configuration = candidates[index]
         let locale = Locale(identifier: configuration.locale ?? "en-US")
 
+        // The daemon's engines analyse 16 kHz mono; files and --live input are converted to it.
+        guard let format = await SpeechAnalyzer.bestAvailableAudioFormat(compatibleWith: [makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)]) else {
+            throw EarshotError.noCompatibleAudioFormat
+        }
         var exit = ExitCode.success
-        for file in live ? ["-"] : files {
+        for file in live ? [mic ? "microphone" : "-"] : files {
             let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
             let analyzer = SpeechAnalyzer(modules: [module])
-            let collector = Task { () -> [TranscriptSegment] in
-                var segments: [TranscriptSegment] = []
-                let display = LiveLine(textToStdout: !(arguments.has("json") || arguments.has("srt") || arguments.has("vtt")))
-                for try await result in results(of: module) {
-                    if result.isFinal {
-                        let segment = TranscriptSegment(result)
-                        segments.append(segment)
-                        if live { display.commit(segment.text) }
-                    } else if live {
-                        display.show(String(result.text.characters))
-                    }
-                }
-                return segments
-            }
+            let display = live ? LiveLine(textToStdout: !(arguments.has("json") || arguments.has("srt") || arguments.has("vtt"))) : nil
+            let collector = Task { try await segments(of: module, live: display) }
             do {
-                let input: AudioInput = live ? try AudioInput.stdin(rate: try integer(arguments, "rate", default: 16000), channels: try integer(arguments, "channels", default: 1))
-                                             : try AudioInput.file(file)
-                let last = try await analyzer.analyzeSequence(input)
+                let last = if mic {
+                    try await analyzer.analyzeSequence(try await microphone(arguments, module: module))
+                } else if live {
+                    try await analyzer.analyzeSequence(RawPCMInputSequenceProvider(fileDescriptor: 0, sampleRate: try integer(arguments, "rate", default: 16000),
+                                                                                   channels: try integer(arguments, "channels", default: 1), analyzerFormat: format).analyzerInputs)
+                } else {
+                    // The provider opens and decodes the file on its own threads.
+                    try await analyzer.analyzeSequence(AssetInputSequenceProvider.provider(from: AVURLAsset(url: URL(fileURLWithPath: file)), compatibleWith: [module]).analyzerInputs)
+                }
                 if let last { try await analyzer.finalizeAndFinish(through: last) } else { await analyzer.cancelAndFinishNow() }
                 let segments = try await collector.value
                 // Live text was printed as it was finalized.
@@ -70,6 +67,24 @@ enum TranscribeCommand {
         }
         return exit
     }
+
+    /// The `--device` source (default: the sound server's), recorded until SIGINT (Ctrl-C), which
+    /// stops capture so the words said so far are finalized and printed.
+    static func microphone(_ arguments: Arguments, module: any SpeechModule) async throws -> AnalyzerInputSequence {
+        let device = try arguments.value("device").map { name in
+            try AVCaptureDevice(uniqueID: name).orThrow(WireError(.badRequest, "--device needs a source name (pactl list sources short)"))
+        } ?? AVCaptureDevice.default(.microphone, for: .audio, position: .unspecified)!
+        let provider = try await CaptureInputSequenceProvider.providerWithSession(from: device, compatibleWith: [module])
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler { provider.captureSession.stopRunning() }
+        interrupt.resume()
+        stopOnInterrupt = interrupt
+        return provider.analyzerInputs
+    }
+
+    /// Keeps the SIGINT source alive while capturing.
+    nonisolated(unsafe) static var stopOnInterrupt: (any DispatchSourceSignal)?
 
     /// `--NAME N` as an integer (`fallback` when absent); anything else is an error, not a default.
     static func integer(_ arguments: Arguments, _ name: String, default fallback: Int) throws -> Int {
@@ -89,9 +104,24 @@ enum TranscribeCommand {
         }
     }
 
-    static func results(of module: any SpeechModule) -> ModuleResults<TranscriptionResult> {
-        if let t = module as? SpeechTranscriber { return t.results }
-        return (module as! DictationTranscriber).results
+    /// The module's final results as segments, and its volatile texts to `volatile`.
+    static func segments(of module: any SpeechModule, live: LiveLine?) async throws -> [TranscriptSegment] {
+        if let transcriber = module as? SpeechTranscriber { return try await segments(transcriber.results, live: live) }
+        return try await segments((module as! DictationTranscriber).results, live: live)
+    }
+
+    static func segments<M>(_ results: ModuleResults<TranscriptionResult<M>>, live: LiveLine?) async throws -> [TranscriptSegment] {
+        var segments: [TranscriptSegment] = []
+        for try await result in results {
+            if result.isFinal {
+                let segment = TranscriptSegment(result)
+                segments.append(segment)
+                live?.commit(segment.text)
+            } else {
+                live?.show(String(result.text.characters))
+            }
+        }
+        return segments
     }
 
     static func render(_ segments: [TranscriptSegment], file: String, arguments: Arguments) -> String {
@@ -123,71 +153,4 @@ final class LiveLine: @unchecked Sendable {
         if tty { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         (textToStdout ? FileHandle.standardOutput : FileHandle.standardError).write(Data((text + "\n").utf8))
     }
-}
-
-/// 16 kHz mono analyzer input from a file (decoded by libsndfile, resampled by libsoxr) or from raw
-/// s16le PCM on stdin, read a chunk at a time on dedicated threads. Formats outside
-/// `AudioLimits` (8000…384000 Hz, 1…8 channels) are refused with a message naming the range; the
-/// analyzer splits what it sends to the daemon's payload limit.
-struct AudioInput: AsyncSequence, Sendable {
-    typealias Element = AnalyzerInput
-    let source: Source
-
-    final class Source: @unchecked Sendable {
-        // Used by one iterator at a time, from one thread at a time.
-        let read: () throws -> [Float]?
-        init(read: @escaping () throws -> [Float]?) { self.read = read }
-    }
-
-    static func file(_ path: String) throws -> AudioInput {
-        let reader = try AudioFileReader(path: path)
-        let resampler = reader.sampleRate == 16000 ? nil : try Resampler(from: reader.sampleRate, to: 16000, channels: 1)
-        var done = false
-        return AudioInput(source: Source {
-            guard !done else { return nil }
-            let chunk = try reader.read(frames: reader.sampleRate * 2)
-            let mono = PCM.downmix(chunk, channels: reader.channels)
-            if chunk.isEmpty {
-                done = true
-                let tail = try resampler?.flush() ?? []
-                return tail.isEmpty ? nil : tail
-            }
-            return try resampler?.process(mono) ?? mono
-        })
-    }
-
-    static func stdin(rate: Int, channels: Int) throws -> AudioInput {
-        try AudioLimits.check(rate: rate, channels: channels, what: "--live input")
-        let resampler = rate == 16000 ? nil : try Resampler(from: rate, to: 16000, channels: 1)
-        var done = false
-        return AudioInput(source: Source {
-            guard !done else { return nil }
-            // Whatever has arrived, up to 0.1 s: the live pace.
-            let want = rate * channels * 2 / 10
-            var buffer = [UInt8](repeating: 0, count: want)
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, want) }
-            if n <= 0 {
-                done = true
-                let tail = try resampler?.flush() ?? []
-                return tail.isEmpty ? nil : tail
-            }
-            let samples = try PCM.floats(fromLittleEndian: Array(buffer[0..<(n - n % (2 * channels))]), width: 2)
-            let mono = PCM.downmix(samples, channels: channels)
-            return try resampler?.process(mono) ?? mono
-        })
-    }
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        let source: Source
-        mutating func next() async throws -> AnalyzerInput? {
-            let source = source
-            while true {
-                guard let samples = try await BlockingWork.run("earshot.audio-input", { try source.read() }) else { return nil }
-                if samples.isEmpty { continue }
-                return AnalyzerInput(buffer: AudioBuffer(format: AudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000, channels: 1), samples: samples))
-            }
-        }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: source) }
 }

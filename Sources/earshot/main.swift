@@ -16,15 +16,18 @@ let usage = """
       reservations                            this app's reserved locales
       reserve L | release L                   reserve or release a locale
       transcribe FILE... [--locale L|auto] [--module KIND] [--translate] [--json|--srt|--vtt]
-                                              transcribe audio files (any format libsndfile reads); installs
+                                              transcribe audio and video files (what libsndfile or FFmpeg reads:
+                                              WAV, FLAC, Ogg, MP3, m4a, mp4, webm, …); installs
                                               the model if needed, preferring a transcriber over dictation;
                                               --locale auto identifies the language of each segment,
                                               --translate gives English text (multilingual models)
       transcribe --live [--rate HZ] [--channels N]
                                               transcribe raw s16le PCM from stdin as it arrives
+      transcribe --mic [--device SOURCE]      transcribe the microphone (PulseAudio/PipeWire source;
+                                              volatile text in place on a terminal; Ctrl-C finalizes)
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels"], flags: ["json", "installed", "srt", "vtt", "live", "translate"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
 let arguments = invocation.arguments
 let command = invocation.command
 let json = arguments.has("json")

@@ -84,11 +84,11 @@ struct ClientPayloadLimitTests {
         await EarshotService.shared.configure(appID: "com.example.payload-limit-tests", socket: daemon.socket)
         let samples = try SpeechFixtures.samples(SpeechFixtures.ids[1])
         #expect(samples.count * 2 > 4 * Self.limit)
-        let format = AudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000, channels: 1)
+        let format = AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000, channels: 1, interleaved: true)!
         let dictation = DictationTranscriber(locale: Locale(identifier: "en-US"), contentHints: [], transcriptionOptions: [], reportingOptions: [], attributeOptions: [])
         let analyzer = SpeechAnalyzer(modules: [dictation])
         let input = AsyncStream<AnalyzerInput> { continuation in
-            continuation.yield(AnalyzerInput(buffer: AudioBuffer(format: format, samples: samples), bufferStartTime: CMTime(value: 8000, timescale: 16000)))
+            continuation.yield(AnalyzerInput(buffer: AVAudioPCMBuffer(format: format, interleavedSamples: samples)!, bufferStartTime: CMTime(value: 8000, timescale: 16000)))
             continuation.finish()
         }
         async let collected = SpeechClientLibraryTests.collect(dictation.results)
@@ -109,9 +109,9 @@ struct ClientPayloadLimitTests {
         await EarshotService.shared.configure(appID: "com.example.payload-limit-tests", socket: daemon.socket)
         let dictation = DictationTranscriber(locale: Locale(identifier: "en-US"), contentHints: [], transcriptionOptions: [], reportingOptions: [], attributeOptions: [])
         let analyzer = SpeechAnalyzer(modules: [dictation])
-        let format = AudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000.5, channels: 1)
+        let format = AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000.5, channels: 1, interleaved: true)!
         let input = AsyncStream<AnalyzerInput> { continuation in
-            continuation.yield(AnalyzerInput(buffer: AudioBuffer(format: format, samples: [Float](repeating: 0, count: 1600))))
+            continuation.yield(AnalyzerInput(buffer: AVAudioPCMBuffer(format: format, interleavedSamples: [Float](repeating: 0, count: 1600))!))
             continuation.finish()
         }
         do {

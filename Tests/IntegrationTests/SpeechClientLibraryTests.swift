@@ -11,7 +11,7 @@ import TestSupport
 @Suite(.serialized, .speechDaemon())
 struct SpeechClientLibraryTests {
     static let locale = Locale(identifier: "en-US")
-    static let format = AudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000, channels: 1)
+    static let format = AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: 16000, channels: 1, interleaved: true)!
 
     static func configure() async throws -> TestDaemon {
         let daemon = try SpeechDaemon.shared()
@@ -28,7 +28,7 @@ struct SpeechClientLibraryTests {
         while true {
             let samples = try reader.read(frames: chunk)
             if samples.isEmpty { break }
-            inputs.append(AnalyzerInput(buffer: AudioBuffer(format: format, samples: samples),
+            inputs.append(AnalyzerInput(buffer: AVAudioPCMBuffer(format: format, interleavedSamples: samples)!,
                                         bufferStartTime: timed ? CMTime(value: Int64(offset), timescale: 16000) : nil))
             offset += samples.count
         }
@@ -40,10 +40,10 @@ struct SpeechClientLibraryTests {
     }
 
     /// Every result of `results` until the stream ends (fails after `timeout`: a hang).
-    static func collect(_ results: ModuleResults<TranscriptionResult>, timeout: Duration = .seconds(60)) async throws -> [TranscriptionResult] {
-        try await withThrowingTaskGroup(of: [TranscriptionResult]?.self) { group in
+    static func collect<M>(_ results: ModuleResults<TranscriptionResult<M>>, timeout: Duration = .seconds(60)) async throws -> [TranscriptionResult<M>] {
+        try await withThrowingTaskGroup(of: [TranscriptionResult<M>]?.self) { group in
             group.addTask {
-                var all: [TranscriptionResult] = []
+                var all: [TranscriptionResult<M>] = []
                 for try await result in results { all.append(result) }
                 return all
             }
@@ -57,7 +57,7 @@ struct SpeechClientLibraryTests {
         }
     }
 
-    static func text(_ results: [TranscriptionResult]) -> String {
+    static func text<M>(_ results: [TranscriptionResult<M>]) -> String {
         results.filter(\.isFinal).map { String($0.text.characters) }.joined(separator: " ")
     }
 
@@ -70,25 +70,26 @@ struct SpeechClientLibraryTests {
         _ = try await Self.configure()
         let id = SpeechFixtures.ids[1]
         let (input, samples) = try Self.inputs(id, timed: true)
-        let results: ModuleResults<TranscriptionResult>
-        let module: any SpeechModule
         if kind == "transcriber" {
             let transcriber = SpeechTranscriber(locale: Self.locale, transcriptionOptions: [], reportingOptions: [], attributeOptions: [.audioTimeRange])
-            (module, results) = (transcriber, transcriber.results)
+            try await Self.analyze(input, samples: samples, with: transcriber, results: transcriber.results, kind: kind)
         } else {
             let dictation = DictationTranscriber(locale: Self.locale, contentHints: [], transcriptionOptions: [], reportingOptions: [],
                                                  attributeOptions: [.audioTimeRange, .transcriptionConfidence])
-            (module, results) = (dictation, dictation.results)
+            try await Self.analyze(input, samples: samples, with: dictation, results: dictation.results, kind: kind)
         }
+    }
+
+    static func analyze<M: SpeechModule>(_ input: AsyncStream<AnalyzerInput>, samples: Int, with module: M, results: ModuleResults<TranscriptionResult<M>>, kind: String) async throws {
         let analyzer = SpeechAnalyzer(modules: [module])
-        let (collected, last) = try await withThrowingTaskGroup(of: ([TranscriptionResult]?, CMTime?).self) { group in
+        let (collected, last) = try await withThrowingTaskGroup(of: ([TranscriptionResult<M>]?, CMTime?).self) { group in
             group.addTask { (try await Self.collect(results), nil) }
             group.addTask {
                 let last = try await analyzer.analyzeSequence(input)
                 if let last { try await analyzer.finalizeAndFinish(through: last) }
                 return (nil, last)
             }
-            var collected: [TranscriptionResult] = []
+            var collected: [TranscriptionResult<M>] = []
             var last: CMTime?
             for try await (results, time) in group {
                 if let results { collected = results }
@@ -105,7 +106,7 @@ struct SpeechClientLibraryTests {
         for result in collected where result.isFinal {
             #expect(result.range.end <= last!)
             for run in result.text.runs where !result.text[run.range].characters.isEmpty {
-                let range = try #require(run[AudioTimeRangeAttribute.self], "audioTimeRange was asked for")
+                let range = try #require(run.audioTimeRange, "audioTimeRange was asked for")
                 #expect(range.start >= result.range.start && range.end <= result.range.end + CMTime(value: 1, timescale: 100))
             }
         }
@@ -163,7 +164,7 @@ struct SpeechClientLibraryTests {
         async let firstResults = Self.collect(first.results)
         async let secondResults = Self.collect(second.results)
         let one = SpeechFixtures.ids[1], two = SpeechFixtures.ids[4]
-        let silence = AnalyzerInput(buffer: AudioBuffer(format: Self.format, samples: [Float](repeating: 0, count: 16000)))
+        let silence = AnalyzerInput(buffer: AVAudioPCMBuffer(format: Self.format, interleavedSamples: [Float](repeating: 0, count: 16000))!)
         let (a, _) = try Self.inputs(one, timed: false)
         _ = try await analyzer.analyzeSequence(a)
         _ = try await analyzer.analyzeSequence(AsyncStream { $0.yield(silence); $0.finish() })

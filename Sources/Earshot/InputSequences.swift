@@ -1,0 +1,170 @@
+import EarshotAudio
+import EarshotSystem
+import EarshotWire
+
+/// Analyzer input read a chunk at a time by blocking reads (file decoding, a pipe) on dedicated
+/// threads, converted to the analyzer's format. Each iteration opens its source anew.
+public struct AnalyzerInputSequence: AsyncSequence, Sendable {
+    public typealias Element = AnalyzerInput
+    public typealias Failure = any Error
+    /// Opens the source; the returned reader gives the next inputs (possibly none), nil at the end.
+    let open: @Sendable () throws -> () throws -> [AnalyzerInput]?
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        public typealias Element = AnalyzerInput
+        public typealias Failure = any Error
+        let reader: ChunkReader
+        var pending: [AnalyzerInput] = []
+
+        public mutating func next() async throws -> AnalyzerInput? {
+            let reader = reader
+            while pending.isEmpty {
+                guard let inputs = try await BlockingWork.run("earshot.audio-input", { try reader.next() }) else { return nil }
+                pending = inputs
+            }
+            return pending.removeFirst()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: ChunkReader(open: open)) }
+
+    /// The audio of `file` (opened by `open` on the reading thread), two seconds at a time,
+    /// converted to `analyzerFormat`, the converter's tail included.
+    static func file(analyzerFormat: AVAudioFormat, _ open: @escaping @Sendable () throws -> AVAudioFile) -> AnalyzerInputSequence {
+        AnalyzerInputSequence {
+            let file = try open()
+            let converter = AnalyzerInputConverter(analyzerFormat: analyzerFormat)
+            var done = false
+            return {
+                guard !done else { return nil }
+                let samples = try file.readSamples(frames: Int(file.fileFormat.sampleRate) * 2)
+                if samples.isEmpty {
+                    done = true
+                    return try converter.flush()
+                }
+                return try converter.convert(samples, format: file.fileFormat, at: nil)
+            }
+        }
+    }
+}
+
+/// The reader of one iteration: used by one iterator, on one thread at a time.
+final class ChunkReader: @unchecked Sendable {
+    private let open: @Sendable () throws -> () throws -> [AnalyzerInput]?
+    private var read: (() throws -> [AnalyzerInput]?)?
+
+    init(open: @escaping @Sendable () throws -> () throws -> [AnalyzerInput]?) { self.open = open }
+
+    func next() throws -> [AnalyzerInput]? {
+        if read == nil { read = try open() }
+        return try read?()
+    }
+}
+
+/// Analyzer input from an audio file or asset (Apple's `AssetInputSequenceProvider`): decoded by
+/// libsndfile and converted to the analyzer's format on dedicated threads, the tail kept.
+public final class AssetInputSequenceProvider: Sendable {
+    /// The asset's audio as analyzer input; ends after the last sample.
+    public let analyzerInputs: AnalyzerInputSequence
+
+    /// Reads `track` of `asset` in `analyzerFormat`. The file is opened when iteration starts;
+    /// errors (an unreadable file) are thrown from the sequence. `priority` is accepted for source
+    /// compatibility: reading runs on its own threads.
+    public init(asset: AVAsset, track: AVAssetTrack, analyzerFormat: AVAudioFormat, priority: TaskPriority? = nil) {
+        let source = asset.source
+        analyzerInputs = .file(analyzerFormat: analyzerFormat) { try AVAudioFile(forReading: source) }
+    }
+
+    /// Reads the first audio track of `asset` in the best format for `modules`; throws
+    /// ``EarshotError/noCompatibleAudioFormat`` when their assets are not installed and
+    /// ``AudioError`` when the asset cannot be read.
+    public static func provider(from asset: AVAsset, compatibleWith modules: [any SpeechModule], priority: TaskPriority? = nil) async throws -> AssetInputSequenceProvider {
+        guard let track = try await asset.loadTracks(withMediaType: .audio).first else {
+            throw AudioError.unreadable(path: asset.source.path, reason: "no audio track")
+        }
+        return try await provider(from: asset, track: track, compatibleWith: modules, priority: priority)
+    }
+
+    /// Reads `track` of `asset` in the best format for `modules`.
+    public static func provider(from asset: AVAsset, track: AVAssetTrack, compatibleWith modules: [any SpeechModule], priority: TaskPriority? = nil) async throws -> AssetInputSequenceProvider {
+        guard let format = await SpeechAnalyzer.bestAvailableAudioFormat(compatibleWith: modules, considering: track.naturalFormat) else {
+            throw EarshotError.noCompatibleAudioFormat
+        }
+        return AssetInputSequenceProvider(asset: asset, track: track, analyzerFormat: format)
+    }
+}
+
+/// Analyzer input from raw little-endian integer PCM on a file descriptor (a pipe, stdin), read
+/// as it arrives — at most 0.1 s per read — and converted to the analyzer's format. Earshot
+/// extension (what `earshot transcribe --live` reads).
+public final class RawPCMInputSequenceProvider: Sendable {
+    public let analyzerInputs: AnalyzerInputSequence
+
+    /// `rate`, `channels` and 16-bit samples must lie within ``AudioLimits``, else ``AudioError``.
+    public init(fileDescriptor fd: Int32, sampleRate rate: Int, channels: Int, analyzerFormat: AVAudioFormat) throws(AudioError) {
+        try AudioLimits.check(rate: rate, channels: channels, width: 2, what: "raw PCM input")
+        // AudioLimits holds only formats that exist.
+        let format = AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: Double(rate), channels: AVAudioChannelCount(channels), interleaved: true)!
+        analyzerInputs = AnalyzerInputSequence {
+            let converter = AnalyzerInputConverter(analyzerFormat: analyzerFormat)
+            var done = false
+            return {
+                guard !done else { return nil }
+                let frameBytes = 2 * channels
+                var bytes = [UInt8](repeating: 0, count: rate / 10 * frameBytes)
+                let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 {
+                    done = true
+                    return try converter.flush()
+                }
+                let samples = try PCM.floats(fromLittleEndian: bytes[0..<(n - n % frameBytes)], width: 2)
+                return try converter.convert(samples, format: format, at: nil)
+            }
+        }
+    }
+}
+
+/// Analyzer input from a microphone (Apple's `CaptureInputSequenceProvider`): the device's
+/// sound-server source (PulseAudio, or PipeWire through its PulseAudio interface) recorded in the
+/// analyzer's format — the server converts — a tenth of a second at a time on dedicated threads.
+/// The sequence ends once the session's `stopRunning()` is called, after the audio recorded so far.
+public final class CaptureInputSequenceProvider: Sendable {
+    /// The session; `stopRunning()` ends ``analyzerInputs``.
+    public let captureSession: AVCaptureSession
+    /// Present for source compatibility: the provider records the device itself.
+    public let captureAudioDataOutput = AVCaptureAudioDataOutput()
+    public let analyzerInputs: AnalyzerInputSequence
+
+    init(device: AVCaptureDevice, session: AVCaptureSession, analyzerFormat: AVAudioFormat) {
+        captureSession = session
+        let application = EarshotService.defaultAppID
+        analyzerInputs = AnalyzerInputSequence {
+            let recorder = try SoundServerRecorder(device: device, format: analyzerFormat, application: application)
+            let frames = max(1, Int(analyzerFormat.sampleRate) / 10)
+            return {
+                guard !session.isStopped else { return nil }
+                return [AnalyzerInput(format: analyzerFormat, samples: try recorder.read(frames: frames), bufferStartTime: nil)]
+            }
+        }
+    }
+
+    /// Records the default source into `session` in `analyzerFormat`.
+    public convenience init(session: AVCaptureSession, analyzerFormat: AVAudioFormat, priority: TaskPriority?) throws {
+        // The default audio device always exists; the server is reached when recording starts.
+        self.init(device: AVCaptureDevice.default(for: .audio)!, session: session, analyzerFormat: analyzerFormat)
+    }
+
+    /// Records `captureDevice` in a new, running session in the best format for `modules`.
+    public static func providerWithSession(from captureDevice: AVCaptureDevice, compatibleWith modules: [any SpeechModule], priority: TaskPriority? = nil) async throws -> CaptureInputSequenceProvider {
+        let session = AVCaptureSession()
+        session.startRunning()
+        return try await provider(from: captureDevice, in: session, compatibleWith: modules, priority: priority)
+    }
+
+    /// Records `captureDevice` into `session` in the best format for `modules`; throws
+    /// ``EarshotError/noCompatibleAudioFormat`` when their assets are not installed.
+    public static func provider(from captureDevice: AVCaptureDevice, in session: AVCaptureSession, compatibleWith modules: [any SpeechModule], priority: TaskPriority? = nil) async throws -> CaptureInputSequenceProvider {
+        guard let format = await SpeechAnalyzer.bestAvailableAudioFormat(compatibleWith: modules) else { throw EarshotError.noCompatibleAudioFormat }
+        return CaptureInputSequenceProvider(device: captureDevice, session: session, analyzerFormat: format)
+    }
+}

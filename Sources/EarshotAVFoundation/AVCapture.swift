@@ -1,0 +1,104 @@
+import CPulse
+import EarshotAudio
+import Foundation
+
+/// An audio input device (AVFoundation's `AVCaptureDevice`): a source of the sound server
+/// (PulseAudio, or PipeWire through its PulseAudio interface).
+public final class AVCaptureDevice: Sendable {
+    /// The kinds of device (AVFoundation's `AVCaptureDevice.DeviceType`).
+    public struct DeviceType: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// A microphone: a sound-server source.
+        public static let microphone = DeviceType(rawValue: "microphone")
+    }
+
+    /// Where a device sits (AVFoundation's `AVCaptureDevice.Position`); sources have none.
+    public enum Position: Sendable { case unspecified, front, back }
+
+    /// The source's name on the sound server (`pactl list sources short`); empty for the default.
+    public let uniqueID: String
+    public let localizedName: String
+
+    /// The sound server's source named `uniqueID` (not checked until capture starts).
+    public init?(uniqueID: String) {
+        guard !uniqueID.isEmpty else { return nil }
+        self.uniqueID = uniqueID
+        localizedName = uniqueID
+    }
+
+    private init() {
+        uniqueID = ""
+        localizedName = "Default source"
+    }
+
+    /// The sound server's default source (`$PULSE_SOURCE` when set) for `.audio`; nil for other media.
+    public static func `default`(_ deviceType: DeviceType, for mediaType: AVMediaType?, position: Position) -> AVCaptureDevice? {
+        mediaType == nil || mediaType == .audio ? AVCaptureDevice() : nil
+    }
+
+    /// The default audio source.
+    public static func `default`(for mediaType: AVMediaType) -> AVCaptureDevice? {
+        `default`(.microphone, for: mediaType, position: .unspecified)
+    }
+}
+
+/// A capture session (AVFoundation's `AVCaptureSession`): one device recorded while running.
+public final class AVCaptureSession: @unchecked Sendable {
+    // Guards the state below.
+    private let lock = NSLock()
+    private var running = false
+    private var stopped = false
+
+    public init() {}
+
+    /// Whether capture is running.
+    public var isRunning: Bool { lock.withLock { running } }
+
+    /// Starts capture (the provider's sequence then delivers audio).
+    public func startRunning() { lock.withLock { running = true; stopped = false } }
+
+    /// Stops capture: the provider's sequence ends after the audio already recorded.
+    public func stopRunning() { lock.withLock { running = false; stopped = true } }
+
+    /// Whether ``stopRunning()`` was called since the last start.
+    package var isStopped: Bool { lock.withLock { stopped } }
+}
+
+/// Where captured audio goes (AVFoundation's `AVCaptureAudioDataOutput`); present for source
+/// compatibility, the provider reads the device itself.
+public final class AVCaptureAudioDataOutput: Sendable {
+    public init() {}
+}
+
+/// A record stream from a sound-server source in one format (libpulse's simple API): blocking
+/// reads of whole chunks. Use it on a dedicated thread.
+package final class SoundServerRecorder {
+    package let format: AVAudioFormat
+    private let stream: OpaquePointer
+
+    /// Connects to the sound server (`$PULSE_SERVER`, else the default) and records `device` as
+    /// 16-bit PCM at `format`'s rate and channels; the server converts. Throws
+    /// ``AudioError/unreadable(path:reason:)`` naming the server's reason.
+    package init(device: AVCaptureDevice, format: AVAudioFormat, application: String) throws(AudioError) {
+        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(format.sampleRate), channels: UInt8(format.channelCount))
+        var error: Int32 = 0
+        let source = device.uniqueID.isEmpty ? nil : device.uniqueID
+        guard let stream = pa_simple_new(nil, application, PA_STREAM_RECORD, source, "speech", &spec, nil, nil, &error) else {
+            throw .unreadable(path: device.uniqueID.isEmpty ? "the default sound source" : device.uniqueID, reason: String(cString: pa_strerror(error)))
+        }
+        self.format = format
+        self.stream = stream
+    }
+
+    deinit { pa_simple_free(stream) }
+
+    /// The next `frames` frames as interleaved Float32 samples (waits until they are recorded).
+    package func read(frames: Int) throws(AudioError) -> [Float] {
+        var bytes = [UInt8](repeating: 0, count: frames * Int(format.channelCount) * 2)
+        var error: Int32 = 0
+        let status = bytes.withUnsafeMutableBytes { pa_simple_read(stream, $0.baseAddress, $0.count, &error) }
+        guard status == 0 else { throw .unreadable(path: "the sound source", reason: String(cString: pa_strerror(error))) }
+        return try PCM.floats(fromLittleEndian: bytes, width: 2)
+    }
+}

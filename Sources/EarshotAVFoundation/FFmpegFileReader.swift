@@ -1,0 +1,151 @@
+import CFFmpeg
+import EarshotAudio
+
+/// What ``AVAudioFile`` decodes from: interleaved Float32 frames a chunk at a time. Blocking.
+protocol PCMFileSource: AnyObject {
+    var sampleRate: Int { get }
+    var channels: Int { get }
+    /// Frames in the file, when the decoder knows (else 0).
+    var frameCount: Int64 { get }
+    /// Up to `frames` interleaved frames; empty at the end.
+    func read(frames: Int) throws(AudioError) -> [Float]
+}
+
+extension AudioFileReader: PCMFileSource {}
+
+/// The first audio stream of a container libsndfile does not read (m4a/AAC, mp4, webm, mkv, …),
+/// decoded by FFmpeg (libavformat, libavcodec) and converted to interleaved Float32 by
+/// libswresample. A file with no audio stream is ``AudioError/unreadable(path:reason:)`` saying so.
+/// Blocking: use it on a dedicated thread.
+final class FFmpegFileReader: PCMFileSource {
+    let path: String
+    let sampleRate: Int
+    let channels: Int
+    let frameCount: Int64
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private var codec: UnsafeMutablePointer<AVCodecContext>?
+    private var resampler: OpaquePointer?
+    private var packet = av_packet_alloc()
+    private var frame = av_frame_alloc()
+    private let stream: Int32
+    /// Decoded samples not yet returned.
+    private var decoded: [Float] = []
+    private var endOfInput = false
+    private var drained = false
+
+    /// The reason given for a container without audio.
+    static let noAudioStream = "the file has no audio stream"
+
+    init(path: String) throws(AudioError) {
+        self.path = path
+        earshot_av_log_errors_only()
+        var opened: UnsafeMutablePointer<AVFormatContext>?
+        var status = avformat_open_input(&opened, path, nil, nil)
+        guard status == 0, let opened else { throw .unreadable(path: path, reason: Self.message(status)) }
+        format = opened
+        // From here on deinit releases what was made.
+        var decoder: UnsafePointer<AVCodec>?
+        status = avformat_find_stream_info(opened, nil)
+        let found = status < 0 ? status : av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, -1, &decoder, 0)
+        guard found >= 0, let decoder else {
+            Self.release(format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame)
+            throw .unreadable(path: path, reason: found == status ? Self.message(status) : Self.noAudioStream)
+        }
+        stream = found
+        let parameters = opened.pointee.streams[Int(found)]!.pointee.codecpar
+        codec = avcodec_alloc_context3(decoder)
+        guard let codec, avcodec_parameters_to_context(codec, parameters) >= 0, avcodec_open2(codec, decoder, nil) >= 0 else {
+            Self.release(format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame)
+            throw .unreadable(path: path, reason: "FFmpeg cannot decode its audio stream")
+        }
+        sampleRate = Int(codec.pointee.sample_rate)
+        channels = Int(codec.pointee.ch_layout.nb_channels)
+        let streamInfo = opened.pointee.streams[Int(found)]!.pointee
+        frameCount = streamInfo.duration > 0 ? streamInfo.duration * Int64(streamInfo.time_base.num) * Int64(sampleRate) / Int64(max(1, streamInfo.time_base.den)) : 0
+        do {
+            try AudioLimits.check(rate: sampleRate, channels: channels, what: path)
+        } catch {
+            Self.release(format: &format, codec: &self.codec, resampler: &resampler, packet: &packet, frame: &frame)
+            throw error
+        }
+        var made: OpaquePointer?
+        // The codec context's own layout, in place (it lives as long as the context).
+        let layout = (UnsafeMutableRawPointer(codec) + MemoryLayout<AVCodecContext>.offset(of: \.ch_layout)!).assumingMemoryBound(to: AVChannelLayout.self)
+        let configured = swr_alloc_set_opts2(&made, layout, AV_SAMPLE_FMT_FLT, Int32(sampleRate), layout, codec.pointee.sample_fmt, Int32(sampleRate), 0, nil)
+        guard configured >= 0, let made, swr_init(made) >= 0 else {
+            swr_free(&made)
+            Self.release(format: &format, codec: &self.codec, resampler: &resampler, packet: &packet, frame: &frame)
+            throw .unreadable(path: path, reason: "FFmpeg cannot convert its samples")
+        }
+        resampler = made
+    }
+
+    deinit { Self.release(format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame) }
+
+    private static func release(format: inout UnsafeMutablePointer<AVFormatContext>?, codec: inout UnsafeMutablePointer<AVCodecContext>?,
+                                resampler: inout OpaquePointer?, packet: inout UnsafeMutablePointer<AVPacket>?, frame: inout UnsafeMutablePointer<AVFrame>?) {
+        swr_free(&resampler)
+        avcodec_free_context(&codec)
+        avformat_close_input(&format)
+        av_packet_free(&packet)
+        av_frame_free(&frame)
+    }
+
+    private static func message(_ status: Int32) -> String {
+        var text = [CChar](repeating: 0, count: 256)
+        av_strerror(status, &text, text.count)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func read(frames requested: Int) throws(AudioError) -> [Float] {
+        let wanted = max(1, min(requested, AudioFileReader.maxSamplesPerRead / channels)) * channels
+        while decoded.count < wanted, !drained {
+            try decodeMore()
+        }
+        let chunk = Array(decoded.prefix(wanted))
+        decoded.removeFirst(chunk.count)
+        return chunk
+    }
+
+    /// Converts the frames the decoder has ready; when it wants input, sends it the next packet of
+    /// the stream (or the end of input).
+    private func decodeMore() throws(AudioError) {
+        guard let codec, let frame, let packet, let format else { drained = true; return }
+        let received = avcodec_receive_frame(codec, frame)
+        if received == 0 {
+            try convert(frame)
+            av_frame_unref(frame)
+            return
+        }
+        if received == earshot_averror_eof() {
+            drained = true
+            return
+        }
+        guard received == earshot_averror_eagain(), !endOfInput else { throw .unreadable(path: path, reason: Self.message(received)) }
+        while true {
+            let read = av_read_frame(format, packet)
+            if read < 0 {
+                endOfInput = true
+                _ = avcodec_send_packet(codec, nil) // drain the decoder
+                return
+            }
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == stream else { continue }
+            let sent = avcodec_send_packet(codec, packet)
+            guard sent >= 0 || sent == earshot_averror_eagain() else { throw .unreadable(path: path, reason: Self.message(sent)) }
+            return
+        }
+    }
+
+    private func convert(_ frame: UnsafeMutablePointer<AVFrame>) throws(AudioError) {
+        let capacity = Int(swr_get_out_samples(resampler, frame.pointee.nb_samples))
+        var output = [Float](repeating: 0, count: max(0, capacity) * channels)
+        let converted = output.withUnsafeMutableBytes { bytes -> Int32 in
+            var out: UnsafeMutablePointer<UInt8>? = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let input = UnsafeMutableRawPointer(frame.pointee.extended_data).map { $0.assumingMemoryBound(to: UnsafePointer<UInt8>?.self) }
+            return swr_convert(resampler, &out, Int32(capacity), input, frame.pointee.nb_samples)
+        }
+        guard converted >= 0 else { throw .unreadable(path: path, reason: Self.message(converted)) }
+        decoded += output.prefix(Int(converted) * channels)
+    }
+}

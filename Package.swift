@@ -23,6 +23,7 @@ let package = Package(
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CSndfile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
         // Installed from the PyPI wheel sherpa-onnx-core by Scripts/setup.sh (sherpa-onnx.pc).
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
@@ -40,6 +41,7 @@ let package = Package(
         .target(name: "EarshotSpeech", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CSherpaOnnx",
         ], exclude: ["README.md"]),
+        .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "CSystemd",
         ], exclude: ["README.md"]),
@@ -57,6 +59,7 @@ let package = Package(
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "TestSupport"]),
+        .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "TestSupport"]),

@@ -16,7 +16,7 @@ APT_PACKAGES=(
   pkg-config
   # C libraries we link (one system-library target each)
   libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libarchive-dev libssl-dev
-  libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev
+  libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev libmicrohttpd-dev
   # models and test speech (espeak-ng speaks the multilingual test sentences)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng
   # tools the tests drive for real

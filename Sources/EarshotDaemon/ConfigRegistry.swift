@@ -113,6 +113,10 @@ public enum ConfigRegistry {
         ConfigKey("Download", "LowSpeedTimeSec", "30", doc: "See LowSpeedLimit.", validate: ConfigValidation.seconds(in: 1...3600)),
         ConfigKey("Download", "MaxAttemptsPerMirror", "3", doc: "Attempts per mirror (with exponential backoff) before failing over to the next.", validate: ConfigValidation.integer(in: 1...20)),
         ConfigKey("Download", "CAFile", "", doc: "Extra CA bundle for HTTPS sources (PEM). Empty: the system's.", validate: ConfigValidation.absolutePathOrEmpty),
+        ConfigKey("HTTP", "Socket", "", doc: "Unix socket of the HTTP front (OpenAI-compatible audio API, Docs/HTTP.md), with the main socket's SocketMode; clients are identified by peer credentials. Empty: http.sock beside the main socket. off: no HTTP front.", validate: { $0 == "off" ? nil : ConfigValidation.absolutePathOrEmpty($0) }),
+        ConfigKey("HTTP", "MaxBodyMiB", "25", doc: "Largest request body (an uploaded file) in MiB; larger ones get 413 without being buffered.", validate: ConfigValidation.integer(in: 1...1024)),
+        ConfigKey("HTTP", "MaxConnections", "32", doc: "HTTP connections served at once (one thread each); more wait in the listen backlog.", validate: ConfigValidation.integer(in: 1...1024)),
+        ConfigKey("HTTP", "IdleTimeoutSec", "30", doc: "An HTTP connection that sends or reads nothing for this long is closed (bounds slow uploads).", validate: ConfigValidation.integer(in: 1...3600)),
     ]
 
     /// The shipped `Config/earshotd.conf`: every key commented out at its default, with its doc.

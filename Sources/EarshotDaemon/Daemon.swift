@@ -1,6 +1,7 @@
 import Dispatch
 import EarshotAssets
 import EarshotAudio
+import EarshotHTTP
 import EarshotSpeech
 import EarshotSystem
 import EarshotWire
@@ -101,6 +102,14 @@ public struct Daemon: Sendable {
         let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions,
                                       limits: ConnectionLimits(maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
                                                                adminReserved: config.int("Limits.AdminReservedConnections")))
+        let http: HTTPListener?
+        do {
+            http = try openHTTP(config, paths: paths, mainSocket: listener.path, coordinator: coordinator, errors: errors)
+        } catch {
+            logger.error("cannot serve HTTP: \(error)")
+            listener.stop()
+            return 1
+        }
         let adminGroup = config["Daemon.AdminGroup"]
         let ownUID = getuid()
         let accepted = listener.connections(
@@ -109,7 +118,8 @@ public struct Daemon: Sendable {
 
         let where_ = listener.path ?? "fd \(listener.fd)"
         logger.notice("earshotd \(EarshotVersion.string) listening on \(where_)\(listener.activated ? " (socket activation)" : "")",
-                      ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ",")])
+                      ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ","),
+                       "http_socket": http?.path ?? "off"])
         manager.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
 
         let shutdownTimeout = config.seconds("Daemon.ShutdownTimeoutSec")
@@ -186,10 +196,25 @@ public struct Daemon: Sendable {
                 }
             }
         }
+        await http?.stop()
         signals.stop()
         logger.notice("earshotd stopped")
         manager.flush()
         return 0
+    }
+
+    /// The HTTP front on its own socket (`[HTTP] Socket`; beside the main one by default), or nil
+    /// when it is off.
+    func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, coordinator: AnalysisCoordinator, errors: ErrorMap) throws -> HTTPListener? {
+        let configured = config["HTTP.Socket"]
+        if configured == "off" { return nil }
+        let path = configured.isEmpty ? ((mainSocket ?? paths.socket) as NSString).deletingLastPathComponent + "/http.sock" : configured
+        let scratch = paths.cacheDirectory + "/http-uploads"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: config.int("HTTP.MaxConnections"),
+                                idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"))
+        return try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits,
+                                handler: HTTPFront(coordinator: coordinator, errors: errors, scratch: scratch))
     }
 
     /// The asset inventory's settings from the config.

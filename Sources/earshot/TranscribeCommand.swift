@@ -140,20 +140,8 @@ struct AudioInput: AsyncSequence, Sendable {
     }
 
     static func file(_ path: String) throws -> AudioInput {
-        let reader = try AudioFileReader(path: path)
-        let resampler = reader.sampleRate == 16000 ? nil : try Resampler(from: reader.sampleRate, to: 16000, channels: 1)
-        var done = false
-        return AudioInput(source: Source {
-            guard !done else { return nil }
-            let chunk = try reader.read(frames: reader.sampleRate * 2)
-            let mono = PCM.downmix(chunk, channels: reader.channels)
-            if chunk.isEmpty {
-                done = true
-                let tail = try resampler?.flush() ?? []
-                return tail.isEmpty ? nil : tail
-            }
-            return try resampler?.process(mono) ?? mono
-        })
+        let decoder = try SpeechFileDecoder(path: path)
+        return AudioInput(source: Source { try decoder.next() })
     }
 
     static func stdin(rate: Int, channels: Int) throws -> AudioInput {

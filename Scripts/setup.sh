@@ -23,8 +23,9 @@ APT_PACKAGES=(
   systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip
 )
 # sherpa-onnx-core: the engine's C library; numpy, onnx, onnxruntime: the Whisper converter
-# (Scripts/models/); wyoming and openai: the peer clients the tests drive.
-PIP_PACKAGES=(sherpa-onnx-core==2.0.1 wyoming numpy onnx onnxruntime openai==3.51.0)
+# (Scripts/models/); wyoming and openai: the peer clients the tests drive; prometheus-client: its
+# parser checks /metrics.
+PIP_PACKAGES=(sherpa-onnx-core==2.0.1 wyoming numpy onnx onnxruntime openai==3.51.0 prometheus-client==0.26.0)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -37,7 +38,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! $PY -c 'import wyoming, sherpa_onnx, numpy, onnx, onnxruntime, openai' 2>/dev/null || ! $PY -m pip show -q sherpa-onnx-core >/dev/null 2>&1; then
+if ! $PY -c 'import wyoming, sherpa_onnx, numpy, onnx, onnxruntime, openai, prometheus_client' 2>/dev/null || ! $PY -m pip show -q sherpa-onnx-core >/dev/null 2>&1; then
   echo "setup: installing PyPI packages: ${PIP_PACKAGES[*]}"
   $SUDO $PY -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}" 2>&1 | grep -v 'Running pip as the' || true
 fi

@@ -92,8 +92,9 @@ public struct Daemon: Sendable {
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")))
-        let errors = ErrorMap(logger: logger)
-        let coordinator = AnalysisCoordinator(speech: speech, assets: assets)
+        let metrics = DaemonMetrics()
+        let errors = ErrorMap(logger: logger, metrics: metrics)
+        let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors), errors: errors)
         let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
@@ -104,7 +105,7 @@ public struct Daemon: Sendable {
                                                                adminReserved: config.int("Limits.AdminReservedConnections")))
         let http: HTTPListener?
         do {
-            http = try openHTTP(config, paths: paths, mainSocket: listener.path, coordinator: coordinator, errors: errors)
+            http = try openHTTP(config, paths: paths, mainSocket: listener.path, coordinator: coordinator, errors: errors, metrics: metrics)
         } catch {
             logger.error("cannot serve HTTP: \(error)")
             listener.stop()
@@ -205,7 +206,8 @@ public struct Daemon: Sendable {
 
     /// The HTTP front on its own socket (`[HTTP] Socket`; beside the main one by default), or nil
     /// when it is off.
-    func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, coordinator: AnalysisCoordinator, errors: ErrorMap) throws -> HTTPListener? {
+    func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, coordinator: AnalysisCoordinator, errors: ErrorMap,
+                  metrics: DaemonMetrics) throws -> HTTPListener? {
         let configured = config["HTTP.Socket"]
         if configured == "off" { return nil }
         let path = configured.isEmpty ? ((mainSocket ?? paths.socket) as NSString).deletingLastPathComponent + "/http.sock" : configured
@@ -214,7 +216,7 @@ public struct Daemon: Sendable {
         let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: config.int("HTTP.MaxConnections"),
                                 idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"))
         return try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits,
-                                handler: HTTPFront(coordinator: coordinator, errors: errors, scratch: scratch))
+                                handler: HTTPFront(coordinator: coordinator, errors: errors, metrics: metrics, scratch: scratch))
     }
 
     /// The asset inventory's settings from the config.

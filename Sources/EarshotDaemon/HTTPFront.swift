@@ -28,21 +28,34 @@ struct HTTPFront: HTTPHandler {
         Route(method: "POST", path: "/v1/audio/translations") { front, request, client in
             await front.transcription.respond(to: request, client: client, translate: true)
         },
+        Route(method: "GET", path: "/metrics") { front, _, _ in
+            let text = await front.metrics.scrape(speech: front.coordinator.speech, assets: front.coordinator.assets)
+            return HTTPResponse(status: 200, headers: [("Content-Type", MetricsRegistry.contentType)], body: .bytes(Data(text.utf8)))
+        },
     ]
 
     let coordinator: AnalysisCoordinator
     let transcription: OpenAITranscription
     let errors: ErrorMap
+    let metrics: DaemonMetrics
     /// Session-table keys for HTTP requests, in a range the socket's connection ids never reach.
     let requestIDs = RequestIDs()
 
-    init(coordinator: AnalysisCoordinator, errors: ErrorMap, scratch: String) {
+    init(coordinator: AnalysisCoordinator, errors: ErrorMap, metrics: DaemonMetrics, scratch: String) {
         self.coordinator = coordinator
         self.errors = errors
+        self.metrics = metrics
         transcription = OpenAITranscription(coordinator: coordinator, errors: errors, scratch: scratch)
     }
 
     func screen(_ head: HTTPRequestHead) -> HTTPResponse? {
+        let refused = refusal(head)
+        if let refused { counted(refused, head) }
+        return refused
+    }
+
+    /// The answer to a request refused on its head alone: unknown route, wrong method, no identity.
+    private func refusal(_ head: HTTPRequestHead) -> HTTPResponse? {
         let candidates = Self.routes.filter { $0.matches(head.path) }
         if candidates.isEmpty { return .openAIError(404, "no route \(head.path) (see Docs/HTTP.md)", code: ErrorCode.notFound.rawValue) }
         if !candidates.contains(where: { $0.method == head.method }) {
@@ -60,6 +73,10 @@ struct HTTPFront: HTTPHandler {
     }
 
     func rejection(_ reason: HTTPRejection, head: HTTPRequestHead) -> HTTPResponse {
+        counted(rejectionResponse(reason), head)
+    }
+
+    private func rejectionResponse(_ reason: HTTPRejection) -> HTTPResponse {
         switch reason {
         case .bodyTooLarge(let limit):
             .openAIError(413, "the request body is larger than \(limit >> 20) MiB ([HTTP] MaxBodyMiB)", code: "request_too_large")
@@ -73,10 +90,18 @@ struct HTTPFront: HTTPHandler {
     func respond(to request: HTTPRequest) async -> HTTPResponse {
         guard let route = Self.routes.first(where: { $0.method == request.head.method && $0.matches(request.head.path) }),
               case .local(let peer) = request.head.peer else {
-            return screen(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
+            return refusal(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
         }
         let client = AnalysisClient(connection: requestIDs.next(), uid: peer.uid, appID: request.head.header("x-earshot-app") ?? "http")
-        return await route.handle(self, request, client)
+        return counted(await route.handle(self, request, client), request.head)
+    }
+
+    /// Counts `response` under its route (`other` for paths no route serves).
+    @discardableResult
+    private func counted(_ response: HTTPResponse, _ head: HTTPRequestHead) -> HTTPResponse {
+        let route = Self.routes.first { $0.matches(head.path) }?.path ?? "other"
+        metrics.httpRequests.add(1, route, String(response.status))
+        return response
     }
 
     // MARK: - Models

@@ -149,4 +149,43 @@ struct HTTPFrontTests {
         let words = SynthesizedSpeech.words(text)
         #expect(speech.englishWords.filter(words.contains).count >= 2, "\(speech.englishWords) in \(text)")
     }
+
+    /// `/metrics` parses with the Prometheus client library's own parser, and its counters move
+    /// with a transcription.
+    @Test func metricsParseAndMoveWithATranscription() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let script = """
+        import sys, json
+        from prometheus_client.parser import text_string_to_metric_families
+        out = {}
+        for family in text_string_to_metric_families(sys.stdin.read()):
+            for sample in family.samples:
+                key = sample.name + json.dumps(dict(sorted(sample.labels.items())), sort_keys=True)
+                out[key] = sample.value
+        print(json.dumps(out))
+        """
+        func scrape() async throws -> [String: Double] {
+            let reply = try await Self.curl(["http://earshot/metrics"])
+            try #require(reply.status == 200 && reply.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true, "\(reply)")
+            let input = daemon.directory.file("metrics-\(UUID().uuidString)")
+            try reply.body.write(toFile: input, atomically: true, encoding: .utf8)
+            let run = try await ChildProcess.run("/bin/sh", ["-c", "python3 -c \"$0\" < \"$1\"", script, input], in: daemon.directory)
+            try #require(run.status == 0, "the Prometheus parser refused /metrics: \(run.stderr)\n\(reply.body)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Double])
+        }
+        let before = try await scrape()
+        let reply = try await Self.curl(["-F", "file=@\(SpeechFixtures.path(Self.utterance))", "http://earshot/v1/audio/transcriptions"])
+        #expect(reply.status == 200)
+        let after = try await scrape()
+        func sum(_ metrics: [String: Double], _ prefix: String) -> Double { metrics.filter { $0.key.hasPrefix(prefix) }.values.reduce(0, +) }
+        print("[metrics] \(after.keys.sorted().prefix(40))")
+        #expect(sum(after, "earshot_sessions_opened_total") == sum(before, "earshot_sessions_opened_total") + 1)
+        #expect(sum(after, "earshot_audio_seconds_total") - sum(before, "earshot_audio_seconds_total") > 7, "7.1 s of audio were analysed")
+        #expect(sum(after, "earshot_first_result_seconds_count") > sum(before, "earshot_first_result_seconds_count"))
+        let route = #"earshot_http_requests_total{"route": "/v1/audio/transcriptions", "status": "200"}"#
+        #expect(after[route, default: 0] == before[route, default: 0] + 1, "\(after.keys.filter { $0.hasPrefix("earshot_http") })")
+        #expect(after["earshot_model_loads_total{}", default: 0] >= 1)
+        #expect(after[#"earshot_resident_memory_bytes{"kind": "anonymous"}"#, default: 0] > 0)
+        #expect(sum(after, "earshot_installed_assets") >= 3)
+    }
 }

@@ -111,6 +111,15 @@ public struct Daemon: Sendable {
             listener.stop()
             return 1
         }
+        let wyomingTCP: Listener?
+        do {
+            wyomingTCP = try openWyomingTCP(config, logger: logger)
+        } catch {
+            logger.error("cannot serve Wyoming over TCP on \(config["Wyoming.Listen"]): \(error)")
+            listener.stop()
+            await http?.stop()
+            return 1
+        }
         let adminGroup = config["Daemon.AdminGroup"]
         let ownUID = getuid()
         let accepted = listener.connections(
@@ -128,6 +137,14 @@ public struct Daemon: Sendable {
             group.addTask {
                 await server.serve(accepted)
                 return .connectionsDone
+            }
+            if let wyomingTCP {
+                let appID = config["Wyoming.AppID"]
+                let peers = wyomingTCP.connections(authorize: { _ in false }, onError: { logger.warning("accept failed: \($0)") })
+                group.addTask {
+                    await server.serve(peers, networkAppID: appID)
+                    return .networkConnectionsDone
+                }
             }
             group.addTask {
                 await assets.run()
@@ -166,6 +183,7 @@ public struct Daemon: Sendable {
                     logger.notice("received signal \(number), shutting down (sessions and in-flight requests get \(shutdownTimeout) s)")
                     manager.notify("STOPPING=1\nSTATUS=Shutting down")
                     listener.stop()
+                    wyomingTCP?.stop()
                     // Connections whose sessions are being finished stay open for their results.
                     await registry.beginShutdown(keepOpen: { coordinator.counts.hasSessions($0) })
                     await coordinator.beginShutdown()
@@ -202,6 +220,21 @@ public struct Daemon: Sendable {
         logger.notice("earshotd stopped")
         manager.flush()
         return 0
+    }
+
+    /// The Wyoming TCP listener (`[Wyoming] Listen`), or nil when it is off.
+    func openWyomingTCP(_ config: DaemonConfig, logger: Logger) throws -> Listener? {
+        guard let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]) else { return nil }
+        let user = config["Wyoming.User"]
+        let uid = UInt32(user) ?? getpwnam(user).map { $0.pointee.pw_uid } ?? 65534
+        let listener = try Listener.tcp(host: endpoint.host, port: endpoint.port, identity: PeerCredentials(pid: 0, uid: uid, gid: getpwuid(uid).map { $0.pointee.pw_gid } ?? uid))
+        let fields = ["wyoming_listen": "\(endpoint.host):\(listener.port ?? endpoint.port)", "wyoming_uid": "\(uid)"]
+        if TCPSocket.isLoopback(endpoint.host) {
+            logger.notice("serving Wyoming over TCP on \(endpoint.host):\(listener.port ?? endpoint.port)", fields)
+        } else {
+            logger.warning("serving Wyoming over TCP on non-loopback \(endpoint.host):\(listener.port ?? endpoint.port): anyone who reaches it can transcribe as uid \(uid)", fields)
+        }
+        return listener
     }
 
     /// The HTTP front on its own socket (`[HTTP] Socket`; beside the main one by default), or nil
@@ -248,7 +281,7 @@ public struct Daemon: Sendable {
     }
 
     enum Phase: Sendable {
-        case connectionsDone, assetsStopped, coordinatorStopped, watchdogStopped, sessionsDrained, deadline
+        case connectionsDone, networkConnectionsDone, assetsStopped, coordinatorStopped, watchdogStopped, sessionsDrained, deadline
         case signal(Int32)
     }
 }

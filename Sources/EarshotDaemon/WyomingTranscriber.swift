@@ -133,17 +133,17 @@ struct WyomingTranscriber: Sendable {
     var routes: [Route] {
         let wyoming = self
         return [
-            .on(Transcribe.self) { request, _, context in
+            .on(Transcribe.self, network: true) { request, _, context in
                 await wyoming.end(context.state.wyoming, context: context)
                 context.state.wyoming = WyomingTranscription(name: request.name, language: request.language)
                 return []
             },
-            .on(AudioStart.self) { start, _, context in
+            .on(AudioStart.self, network: true) { start, _, context in
                 let job = await wyoming.restart(context)
                 try await wyoming.begin(job, format: start.format, context: context)
                 return [try Frame(TranscriptStart(language: job.language))]
             },
-            .on(AudioChunk.self) { chunk, call, context in
+            .on(AudioChunk.self, network: true) { chunk, call, context in
                 let state = context.state
                 let job = state.wyoming ?? WyomingTranscription(name: nil, language: nil)
                 state.wyoming = job
@@ -155,7 +155,7 @@ struct WyomingTranscriber: Sendable {
                 try await wyoming.feed(call.frame.payload, format: chunk.format, job: job, session: session, context: context)
                 return []
             },
-            .on(AudioStop.self) { _, _, context in
+            .on(AudioStop.self, network: true) { _, _, context in
                 let state = context.state
                 guard let job = state.wyoming, let session = job.session else {
                     let language = state.wyoming?.language

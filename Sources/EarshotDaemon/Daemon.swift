@@ -103,9 +103,9 @@ public struct Daemon: Sendable {
         let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions,
                                       limits: ConnectionLimits(maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
                                                                adminReserved: config.int("Limits.AdminReservedConnections")))
-        let http: HTTPListener?
+        let http: [HTTPListener]
         do {
-            http = try openHTTP(config, paths: paths, mainSocket: listener.path, coordinator: coordinator, errors: errors, metrics: metrics)
+            http = try await openHTTP(config, paths: paths, mainSocket: listener.path, coordinator: coordinator, errors: errors, metrics: metrics)
         } catch {
             logger.error("cannot serve HTTP: \(error)")
             listener.stop()
@@ -117,7 +117,7 @@ public struct Daemon: Sendable {
         } catch {
             logger.error("cannot serve Wyoming over TCP on \(config["Wyoming.Listen"]): \(error)")
             listener.stop()
-            await http?.stop()
+            for front in http { await front.stop() }
             return 1
         }
         let adminGroup = config["Daemon.AdminGroup"]
@@ -129,7 +129,7 @@ public struct Daemon: Sendable {
         let where_ = listener.path ?? "fd \(listener.fd)"
         logger.notice("earshotd \(EarshotVersion.string) listening on \(where_)\(listener.activated ? " (socket activation)" : "")",
                       ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ","),
-                       "http_socket": http?.path ?? "off"])
+                       "http": http.isEmpty ? "off" : http.map(\.endpoint).joined(separator: ",")])
         manager.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
 
         let shutdownTimeout = config.seconds("Daemon.ShutdownTimeoutSec")
@@ -215,7 +215,7 @@ public struct Daemon: Sendable {
                 }
             }
         }
-        await http?.stop()
+        for front in http { await front.stop() }
         signals.stop()
         logger.notice("earshotd stopped")
         manager.flush()
@@ -237,19 +237,35 @@ public struct Daemon: Sendable {
         return listener
     }
 
-    /// The HTTP front on its own socket (`[HTTP] Socket`; beside the main one by default), or nil
-    /// when it is off.
+    /// The HTTP front's listeners: its Unix socket (`[HTTP] Socket`; beside the main one by
+    /// default, unless `off`) and TCP (`[HTTP] Listen`, off by default).
     func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, coordinator: AnalysisCoordinator, errors: ErrorMap,
-                  metrics: DaemonMetrics) throws -> HTTPListener? {
-        let configured = config["HTTP.Socket"]
-        if configured == "off" { return nil }
-        let path = configured.isEmpty ? ((mainSocket ?? paths.socket) as NSString).deletingLastPathComponent + "/http.sock" : configured
+                  metrics: DaemonMetrics) async throws -> [HTTPListener] {
         let scratch = paths.cacheDirectory + "/http-uploads"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: config.int("HTTP.MaxConnections"),
                                 idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"))
-        return try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits,
-                                handler: HTTPFront(coordinator: coordinator, errors: errors, metrics: metrics, scratch: scratch))
+        var network = HTTPNetworkAccess()
+        let user = config["HTTP.User"]
+        network.uid = UInt32(user) ?? getpwnam(user).map { $0.pointee.pw_uid } ?? 65534
+        network.anonymousApp = config["HTTP.AllowAnonymous"] == "yes" ? "http-anonymous" : nil
+        if !config["HTTP.KeyFile"].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config["HTTP.KeyFile"]) }
+        let front = HTTPFront(coordinator: coordinator, errors: errors, metrics: metrics, network: network, scratch: scratch)
+        var listeners: [HTTPListener] = []
+        let configured = config["HTTP.Socket"]
+        if configured != "off" {
+            let path = configured.isEmpty ? ((mainSocket ?? paths.socket) as NSString).deletingLastPathComponent + "/http.sock" : configured
+            listeners.append(try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits, handler: front))
+        }
+        if let endpoint = TCPSocket.endpoint(config["HTTP.Listen"]) {
+            do {
+                listeners.append(try HTTPListener(host: endpoint.host, port: endpoint.port, limits: limits, handler: front))
+            } catch {
+                for listener in listeners { await listener.stop() }
+                throw error
+            }
+        }
+        return listeners
     }
 
     /// The asset inventory's settings from the config.

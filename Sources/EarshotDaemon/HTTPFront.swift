@@ -5,9 +5,9 @@ import EarshotWire
 import Foundation
 
 /// The HTTP front (`Docs/HTTP.md`): OpenAI's audio API and model list over libmicrohttpd, on the
-/// same coordinator, sessions and models as the socket protocol. Identity comes from the Unix
-/// socket's peer credentials; `X-Earshot-App` names the app (default `http`), whose reservations
-/// and quota are the same as any client's.
+/// same coordinator, sessions and models as the socket protocol. On the Unix socket identity comes
+/// from peer credentials and `X-Earshot-App` names the app (default `http`); over TCP a bearer key
+/// from the admin's key file names the app and every request acts as one configured user.
 struct HTTPFront: HTTPHandler {
     /// One route: method, path (a trailing `*` matches any rest) and its handler.
     struct Route: Sendable {
@@ -38,11 +38,14 @@ struct HTTPFront: HTTPHandler {
     let transcription: OpenAITranscription
     let errors: ErrorMap
     let metrics: DaemonMetrics
+    /// Who TCP clients are.
+    let network: HTTPNetworkAccess
     /// Session-table keys for HTTP requests, in a range the socket's connection ids never reach.
     let requestIDs = RequestIDs()
 
-    init(coordinator: AnalysisCoordinator, errors: ErrorMap, metrics: DaemonMetrics, scratch: String) {
+    init(coordinator: AnalysisCoordinator, errors: ErrorMap, metrics: DaemonMetrics, network: HTTPNetworkAccess, scratch: String) {
         self.coordinator = coordinator
+        self.network = network
         self.errors = errors
         self.metrics = metrics
         transcription = OpenAITranscription(coordinator: coordinator, errors: errors, scratch: scratch)
@@ -63,8 +66,11 @@ struct HTTPFront: HTTPHandler {
             response.headers.append(("Allow", candidates.map(\.method).joined(separator: ", ")))
             return response
         }
-        guard case .local = head.peer else {
-            return .openAIError(401, "this listener identifies clients by their Unix-socket credentials", code: ErrorCode.permissionDenied.rawValue)
+        if case .network = head.peer, network.identity(head) == nil {
+            var response = HTTPResponse.openAIError(401, network.anonymousApp == nil ? "a valid API key is required over TCP (Authorization: Bearer KEY; keys are in [HTTP] KeyFile)" : "invalid API key",
+                                                    code: "invalid_api_key")
+            response.headers.append(("WWW-Authenticate", "Bearer"))
+            return response
         }
         if let app = head.header("x-earshot-app"), !DaemonHarness.isValidAppID(app) {
             return .openAIError(400, "X-Earshot-App must be 1–255 characters of letters, digits, '.', '_' or '-'", code: ErrorCode.badRequest.rawValue)
@@ -88,11 +94,15 @@ struct HTTPFront: HTTPHandler {
     }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        guard let route = Self.routes.first(where: { $0.method == request.head.method && $0.matches(request.head.path) }),
-              case .local(let peer) = request.head.peer else {
+        let identity: (uid: UInt32, appID: String)?
+        switch request.head.peer {
+        case .local(let peer): identity = (peer.uid, request.head.header("x-earshot-app") ?? "http")
+        case .network: identity = network.identity(request.head).map { (network.uid, $0) }
+        }
+        guard let route = Self.routes.first(where: { $0.method == request.head.method && $0.matches(request.head.path) }), let identity else {
             return refusal(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
         }
-        let client = AnalysisClient(connection: requestIDs.next(), uid: peer.uid, appID: request.head.header("x-earshot-app") ?? "http")
+        let client = AnalysisClient(connection: requestIDs.next(), uid: identity.uid, appID: identity.appID)
         return counted(await route.handle(self, request, client), request.head)
     }
 
@@ -153,4 +163,43 @@ final class RequestIDs: @unchecked Sendable {
     // Guarded by `lock`.
     private var last = 1 << 40
     func next() -> Int { lock.withLock { last += 1; return last } }
+}
+
+/// Who TCP clients of the HTTP front are: a bearer key from `[HTTP] KeyFile` (lines `KEY APP-ID`)
+/// names the app; every TCP request acts as uid ``uid``. Without a key, only when the admin allowed
+/// anonymous access (``anonymousApp``).
+struct HTTPNetworkAccess: Sendable {
+    var keys: [(key: [UInt8], app: String)] = []
+    var uid: UInt32 = 65534
+    var anonymousApp: String?
+
+    /// Reads a key file: `KEY APP-ID` per line, `#` comments; keys of at least 16 characters.
+    static func keys(fromFile path: String) throws -> [(key: [UInt8], app: String)] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return try text.split(separator: "\n").enumerated().compactMap { index, line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if fields.isEmpty || fields[0].hasPrefix("#") { return nil }
+            guard fields.count == 2, fields[0].utf8.count >= 16, DaemonHarness.isValidAppID(String(fields[1])) else {
+                throw WireError(.badRequest, "\(path):\(index + 1): expected 'KEY APP-ID' with a key of at least 16 characters")
+            }
+            return (Array(fields[0].utf8), String(fields[1]))
+        }
+    }
+
+    /// The app a request acts as: its bearer key's, else the anonymous one; nil: refused.
+    func identity(_ head: HTTPRequestHead) -> String? {
+        guard let header = head.header("authorization"), header.hasPrefix("Bearer ") else { return anonymousApp }
+        let offered = Array(header.dropFirst(7).utf8)
+        // Every key is compared in full, so timing does not tell how much of a key matched.
+        var found: String?
+        for entry in keys where Self.constantTimeEqual(entry.key, offered) { found = entry.app }
+        return found
+    }
+
+    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
 }

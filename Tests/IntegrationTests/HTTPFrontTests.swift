@@ -189,3 +189,39 @@ struct HTTPFrontTests {
         #expect(sum(after, "earshot_installed_assets") >= 3)
     }
 }
+
+/// The HTTP front on TCP (`[HTTP] Listen`): a bearer key from the key file is required and names
+/// the app; the unmodified `openai` client transcribes with it.
+@Suite(.serialized)
+struct HTTPTCPTests {
+    static let key = "es-test-key-0123456789abcdef"
+
+    @Test func keyRequiredOverTCPAndTheOpenAIClientTranscribes() async throws {
+        let port = try WyomingTCPTests.freePort()
+        let keys = try TempDirectory("eskeys")
+        defer { keys.remove() }
+        let keyFile = try keys.write("http-keys", "# test keys\n\(Self.key) notes-app\n")
+        let daemon = try await SpeechDaemon.start(config: "[HTTP]\nListen=127.0.0.1:\(port)\nKeyFile=\(keyFile)\n", modules: ["dictation"])
+        do { try await check(daemon, port: port) } catch { await daemon.cleanUp(); throw error }
+        await daemon.cleanUp()
+    }
+
+    private func check(_ daemon: TestDaemon, port: UInt16) async throws {
+        let url = "http://127.0.0.1:\(port)/v1/models"
+        for (name, headers) in [("no key", [String]()), ("wrong key", ["-H", "Authorization: Bearer not-the-key-at-all-000"])] {
+            let run = try await ChildProcess.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}"] + headers + [url], in: daemon.directory)
+            #expect(run.stdout == "401", "\(name): \(run.stdout) \(run.stderr)")
+        }
+        let script = """
+        import sys, openai
+        client = openai.OpenAI(api_key=sys.argv[2], base_url=sys.argv[1], max_retries=0)
+        with open(sys.argv[3], "rb") as f:
+            print(client.audio.transcriptions.create(model="dictation", file=f, response_format="text"))
+        """
+        let run = try await ChildProcess.run("/usr/bin/env", ["python3", "-c", script, "http://127.0.0.1:\(port)/v1", Self.key, SpeechFixtures.path(SpeechFixtures.ids[0])],
+                                             in: daemon.directory, timeout: .seconds(120))
+        try #require(run.status == 0, "openai over TCP failed: \(run.stderr)")
+        print("[http tcp] \(run.stdout)")
+        #expect(SpeechFixtures.wer([(try SpeechFixtures.reference(SpeechFixtures.ids[0]), run.stdout)]) < 0.5, "\(run.stdout)")
+    }
+}

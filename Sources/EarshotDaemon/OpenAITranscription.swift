@@ -38,7 +38,7 @@ struct OpenAITranscription: Sendable {
         let module: TranscriptionRequest
         do {
             parameters = try Self.parameters(request.form, translate: translate)
-            module = try await resolve(parameters, translate: translate)
+            module = try await resolve(parameters, translate: translate, client: client)
         } catch let error as ParameterError {
             return error.response
         } catch {
@@ -108,19 +108,34 @@ struct OpenAITranscription: Sendable {
         }
     }
 
-    /// The module the `model` field names: an installed asset's id, a kind, or `whisper-1`.
-    private func resolve(_ parameters: Parameters, translate: Bool) async throws -> TranscriptionRequest {
+    /// The module the `model` field names: an installed asset's id, a kind, or `whisper-1`. A
+    /// catalog asset that is not installed is installed for the caller first (its reservation
+    /// counts against the caller's quota, as for any client).
+    private func resolve(_ parameters: Parameters, translate: Bool, client: AnalysisClient) async throws -> TranscriptionRequest {
         var request = TranscriptionRequest(language: parameters.language, translate: translate, wordTimes: parameters.words)
         switch parameters.model {
         case "whisper-1", "transcriber": request.kind = .transcriber
         case "dictation": request.kind = .dictation
         default:
-            let installed = try await coordinator.assets.installedAssets().filter(\.current)
-            guard let asset = installed.first(where: { $0.entry.id == parameters.model }), asset.entry.kind != .detector else {
-                throw ParameterError(status: 404, message: "The model '\(parameters.model)' does not exist or is not installed (GET /v1/models lists them)",
-                                     param: "model", code: "model_not_found")
+            let assets = coordinator.assets
+            let installed = try await assets.installedAssets().filter(\.current)
+            if !installed.contains(where: { $0.entry.id == parameters.model && $0.entry.kind != .detector }) {
+                guard let entry = await assets.catalogSummary().assets.first(where: { $0.id == parameters.model && $0.kind != .detector }) else {
+                    throw ParameterError(status: 404, message: "The model '\(parameters.model)' does not exist (GET /v1/models lists the installed ones)",
+                                         param: "model", code: "model_not_found")
+                }
+                let locale = parameters.language.flatMap { language in entry.locales.first { LocaleTag($0)?.serves(LocaleTag(language) ?? LocaleTag("und")!) == true } }
+                    ?? entry.locales.first
+                // Resolution picks among assets by fit, preset and rank: the asset's own preferred
+                // preset steers it there when it has one.
+                let module = ModuleConfiguration(kind: entry.kind, locale: locale, preset: entry.preferredPresets.first)
+                _ = try await assets.install([module], for: ClientIdentity(uid: client.uid, appID: client.appID ?? "http")) { _ in }
+                guard try await assets.installedAssets().contains(where: { $0.current && $0.entry.id == entry.id }) else {
+                    throw ParameterError(status: 404, message: "'\(entry.id)' is in the catalog but requests for \(locale ?? "its locale") resolve to another asset; an admin can install it (earshotctl install)",
+                                         param: "model", code: ErrorCode.notInstalled.rawValue)
+                }
             }
-            request.name = asset.entry.id
+            request.name = parameters.model
         }
         if translate, request.kind == .dictation {
             throw ParameterError(status: 400, message: "dictation models do not translate; use a transcriber", param: "model", code: ErrorCode.badRequest.rawValue)

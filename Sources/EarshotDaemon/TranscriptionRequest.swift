@@ -24,8 +24,8 @@ extension AnalysisCoordinator {
         let language = request.language ?? "en"
         let options = request.translate ? [ModuleConfiguration.translateOption] : []
         let attributes = request.wordTimes ? ["audioTimeRange", "transcriptionConfidence"] : []
-        func module(_ kind: AssetKind, _ locale: String) -> ModuleConfiguration {
-            ModuleConfiguration(kind: kind, locale: locale, transcriptionOptions: kind == .dictation ? [] : options, attributeOptions: attributes)
+        func module(_ kind: AssetKind, _ locale: String, preset: String? = nil) -> ModuleConfiguration {
+            ModuleConfiguration(kind: kind, locale: locale, preset: preset, transcriptionOptions: kind == .dictation ? [] : options, attributeOptions: attributes)
         }
         var candidates: [ModuleConfiguration] = switch request.kind {
         case .dictation?: [module(.dictation, language)]
@@ -35,7 +35,9 @@ extension AnalysisCoordinator {
         if request.language == nil, request.kind != .dictation { candidates.insert(module(.transcriber, LocaleTag.undetermined), at: 0) }
         if request.translate { candidates.removeAll { $0.kind == .dictation } }
         if let name = request.name, let asset = try await assets.installedAssets().first(where: { $0.current && $0.entry.id == name }) {
-            candidates = [module(asset.entry.kind, asset.entry.locales.first { $0 == request.language } ?? asset.entry.locales.first ?? language)]
+            // Its preferred preset steers resolution to it among assets serving the same locale.
+            candidates = [module(asset.entry.kind, asset.entry.locales.first { $0 == request.language } ?? asset.entry.locales.first ?? language,
+                                 preset: asset.entry.preferredPresets.first)]
         }
         var lastError: (any Error)?
         for candidate in candidates {

@@ -223,5 +223,15 @@ struct HTTPTCPTests {
         try #require(run.status == 0, "openai over TCP failed: \(run.stderr)")
         print("[http tcp] \(run.stdout)")
         #expect(SpeechFixtures.wer([(try SpeechFixtures.reference(SpeechFixtures.ids[0]), run.stdout)]) < 0.5, "\(run.stdout)")
+
+        // A catalog model that is not installed is installed for the key's app, then used.
+        guard SpeechFixtures.whisperAvailable else { return }
+        let auth = ["-H", "Authorization: Bearer \(Self.key)"]
+        let first = try await ChildProcess.run("/usr/bin/curl", ["-sS"] + auth + ["-F", "file=@\(SpeechFixtures.path(SpeechFixtures.ids[0]))", "-F", "model=whisper-tiny-en",
+                                                                     "http://127.0.0.1:\(port)/v1/audio/transcriptions"], in: daemon.directory, timeout: .seconds(120))
+        let text = try #require((try? JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])?["text"] as? String, "\(first.stdout) \(first.stderr)")
+        #expect(SpeechFixtures.wer([(try SpeechFixtures.reference(SpeechFixtures.ids[0]), text)]) < 0.2, "\(text)")
+        let models = try await ChildProcess.run("/usr/bin/curl", ["-sS"] + auth + [url], in: daemon.directory)
+        #expect(models.stdout.contains("\"whisper-tiny-en\""), "\(models.stdout)")
     }
 }

@@ -170,11 +170,18 @@ final class Exchange: @unchecked Sendable {
             return
         }
         let piece = String(decoding: bytes, as: UTF8.self)
-        if offset == 0 {
+        // libmicrohttpd may announce a part with an empty piece at offset 0 and then deliver its
+        // data, again at offset 0 (nothing was delivered before it): that is the same part.
+        let continuesEmptyStart = offset == 0 && emptyStart == name
+        emptyStart = offset == 0 && bytes.isEmpty ? name : nil
+        if offset == 0, !continuesEmptyStart {
             form?.fields[name, default: []].append(piece)
         } else if var values = form?.fields[name], !values.isEmpty {
             values[values.count - 1] += piece
             form?.fields[name] = values
         }
     }
+
+    /// The field whose newest part so far is an empty piece at offset 0.
+    private var emptyStart: String?
 }

@@ -28,6 +28,7 @@ let package = Package(
         // only). No pkg-config: its flags (-pthread, -D_REENTRANT) are ones SwiftPM refuses.
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev"])]),
+        systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
         // Installed from the PyPI wheel sherpa-onnx-core by Scripts/setup.sh (sherpa-onnx.pc).
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
@@ -36,7 +37,8 @@ let package = Package(
 
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
-        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
+        .target(name: "EarshotTranscript", dependencies: ["EarshotWire"], exclude: ["README.md"]),
+        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript"], exclude: ["README.md"]),
         .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
             "EarshotWire", "EarshotSystem", "CCurl", "CSQLite", "CArchive", "CCrypto",
@@ -45,8 +47,9 @@ let package = Package(
         .target(name: "EarshotSpeech", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CSherpaOnnx",
         ], exclude: ["README.md"]),
+        .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
-            "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "CSystemd",
+            "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd",
         ], exclude: ["README.md"]),
         .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "CFFmpeg", "CPulse"], exclude: ["README.md"]),
         .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotAVFoundation"], exclude: ["README.md"]),
@@ -63,6 +66,7 @@ let package = Package(
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "TestSupport"]),
+        .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "TestSupport"]),

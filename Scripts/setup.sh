@@ -16,7 +16,7 @@ APT_PACKAGES=(
   pkg-config
   # C libraries we link (one system-library target each)
   libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libarchive-dev libssl-dev
-  libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev
+  libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev libmicrohttpd-dev
   libavformat-dev libavcodec-dev libswresample-dev libpulse-dev
   # models and test speech (espeak-ng speaks the multilingual test sentences)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng
@@ -24,8 +24,9 @@ APT_PACKAGES=(
   systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils
 )
 # sherpa-onnx-core: the engine's C library; numpy, onnx, onnxruntime: the Whisper converter
-# (Scripts/models/); wyoming: the peer client the tests drive.
-PIP_PACKAGES=(sherpa-onnx-core==2.0.1 wyoming numpy onnx onnxruntime)
+# (Scripts/models/); wyoming and openai: the peer clients the tests drive; prometheus-client: its
+# parser checks /metrics.
+PIP_PACKAGES=(sherpa-onnx-core==2.0.1 wyoming numpy onnx onnxruntime openai==3.51.0 prometheus-client==0.26.0)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -38,7 +39,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! $PY -c 'import wyoming, sherpa_onnx, numpy, onnx, onnxruntime' 2>/dev/null || ! $PY -m pip show -q sherpa-onnx-core >/dev/null 2>&1; then
+if ! $PY -c 'import wyoming, sherpa_onnx, numpy, onnx, onnxruntime, openai, prometheus_client' 2>/dev/null || ! $PY -m pip show -q sherpa-onnx-core >/dev/null 2>&1; then
   echo "setup: installing PyPI packages: ${PIP_PACKAGES[*]}"
   $SUDO $PY -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}" 2>&1 | grep -v 'Running pip as the' || true
 fi

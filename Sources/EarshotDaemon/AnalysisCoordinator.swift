@@ -62,6 +62,8 @@ actor AnalysisCoordinator {
         /// Set when shutdown finishes the session, so its `finished` event says so.
         let shutdownMark: ShutdownMark
         var leases: [AssetLease] { moduleLeases + [vadLease] }
+        /// The first module's engine (the label of its metrics).
+        var engine: String { moduleLeases.first?.entry.engine ?? "unknown" }
     }
 
     let speech: SpeechService
@@ -77,9 +79,13 @@ actor AnalysisCoordinator {
     private let ended: AsyncStream<(connection: Int, session: String)>
     private let endedContinuation: AsyncStream<(connection: Int, session: String)>.Continuation
 
-    init(speech: SpeechService, assets: AssetService) {
+    /// Where sessions, audio and result latencies are counted (nil: not counted).
+    let metrics: DaemonMetrics?
+
+    init(speech: SpeechService, assets: AssetService, metrics: DaemonMetrics? = nil) {
         self.speech = speech
         self.assets = assets
+        self.metrics = metrics
         (ended, endedContinuation) = AsyncStream.makeStream()
     }
 
@@ -108,9 +114,18 @@ actor AnalysisCoordinator {
             let mark = ShutdownMark()
             let connection = client.connection
             let ended = endedContinuation
+            let engine = planned.first?.asset.engine ?? "unknown"
+            let firstResult = ShutdownMark() // set-once flag: the first final result was counted
+            let opened = ContinuousClock.now
+            let metrics = self.metrics
             let session = try await speech.open(plan) { id, event in
                 switch event {
-                case .result(let result): events(id, .result(result))
+                case .result(let result):
+                    if result.isFinal, !result.text.isEmpty, !firstResult.isSet {
+                        firstResult.set()
+                        metrics?.firstResultSeconds.observe((ContinuousClock.now - opened) / .seconds(1), engine)
+                    }
+                    events(id, .result(result))
                 case .volatileRange(let range): events(id, .volatileRange(range))
                 case .finished(let error):
                     events(id, .finished(error, shutdown: mark.isSet))
@@ -124,6 +139,7 @@ actor AnalysisCoordinator {
             }
             tables[connection, default: [:]][session.id] = OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease, shutdownMark: mark)
             counts.add(1, to: connection)
+            metrics?.sessionsOpened.add(1, engine)
             return session.id
         } catch {
             for lease in leases { await assets.endLease(lease) }
@@ -136,6 +152,8 @@ actor AnalysisCoordinator {
     func feed(_ pcm: [UInt8], format: AudioFormatSpec, start: WireTime?, session id: String, of connection: Int) async -> Bool {
         guard let open = tables[connection]?[id] else { return false }
         await open.session.accept(pcm, format: format, start: start)
+        let bytesPerSecond = format.rate * format.width * format.channels
+        if bytesPerSecond > 0 { metrics?.audioSeconds.add(Double(pcm.count) / Double(bytesPerSecond), open.engine) }
         return true
     }
 
@@ -146,7 +164,9 @@ actor AnalysisCoordinator {
         case .finalize(let time):
             return await session.finalize(through: time)
         case .finish(let mode, let time):
+            let began = ContinuousClock.now
             let last = await session.finish(mode, time: time)
+            if let engine = tables[connection]?[id]?.engine { metrics?.finalResultSeconds.observe((ContinuousClock.now - began) / .seconds(1), engine) }
             // Finished when `finish` returns: give back what it held now, not when run() gets to it.
             await release(id, of: connection)
             return last

@@ -1,4 +1,6 @@
+import EarshotSystem
 import EarshotWire
+import Foundation
 
 /// One config key: where it lives, its default, what it means and which values it accepts.
 public struct ConfigKey: Sendable {
@@ -113,6 +115,17 @@ public enum ConfigRegistry {
         ConfigKey("Download", "LowSpeedTimeSec", "30", doc: "See LowSpeedLimit.", validate: ConfigValidation.seconds(in: 1...3600)),
         ConfigKey("Download", "MaxAttemptsPerMirror", "3", doc: "Attempts per mirror (with exponential backoff) before failing over to the next.", validate: ConfigValidation.integer(in: 1...20)),
         ConfigKey("Download", "CAFile", "", doc: "Extra CA bundle for HTTPS sources (PEM). Empty: the system's.", validate: ConfigValidation.absolutePathOrEmpty),
+        ConfigKey("Wyoming", "Listen", "", doc: "Also serve Wyoming ASR over TCP (as Home Assistant connects), e.g. tcp://127.0.0.1:10300. TCP peers have no kernel identity: they act as User/AppID below, never as admins, and only Wyoming events are served. A non-loopback address is logged as a warning. Empty: off.", validate: { $0.isEmpty || TCPSocket.endpoint($0) != nil ? nil : "expected tcp://HOST:PORT with a numeric host" }),
+        ConfigKey("Wyoming", "User", "nobody", doc: "The user TCP Wyoming peers act as: their reservations and per-user limits are this user's.", validate: { getpwnam($0) != nil || UInt32($0) != nil ? nil : "expected a user name or uid" }),
+        ConfigKey("Wyoming", "AppID", "wyoming-tcp", doc: "The app id TCP Wyoming peers act as (reservations are kept per app).", validate: { DaemonHarness.isValidAppID($0) ? nil : "expected letters, digits, '.', '_' or '-'" }),
+        ConfigKey("HTTP", "Socket", "", doc: "Unix socket of the HTTP front (OpenAI-compatible audio API, Docs/HTTP.md), with the main socket's SocketMode; clients are identified by peer credentials. Empty: http.sock beside the main socket. off: no HTTP front.", validate: { $0 == "off" ? nil : ConfigValidation.absolutePathOrEmpty($0) }),
+        ConfigKey("HTTP", "Listen", "", doc: "Also serve the HTTP front on TCP HOST:PORT (numeric host, e.g. 127.0.0.1:8000). TCP has no peer credentials: requests need a key from KeyFile unless AllowAnonymous. Empty: off.", validate: { $0.isEmpty || TCPSocket.endpoint($0) != nil ? nil : "expected HOST:PORT with a numeric host" }),
+        ConfigKey("HTTP", "KeyFile", "", doc: "API keys for TCP clients, one 'KEY APP-ID' per line (# comments; keys of at least 16 characters); the key's app holds the request's reservations. Keep it readable by the daemon only.", validate: ConfigValidation.absolutePathOrEmpty),
+        ConfigKey("HTTP", "AllowAnonymous", "no", doc: "Serve TCP requests without a key (as app http-anonymous). Anyone who reaches the port can then transcribe and read /metrics.", validate: ConfigValidation.oneOf(["yes", "no"])),
+        ConfigKey("HTTP", "User", "nobody", doc: "The user TCP requests act as: their reservations and per-user limits are this user's.", validate: { getpwnam($0) != nil || UInt32($0) != nil ? nil : "expected a user name or uid" }),
+        ConfigKey("HTTP", "MaxBodyMiB", "25", doc: "Largest request body (an uploaded file) in MiB; larger ones get 413 without being buffered.", validate: ConfigValidation.integer(in: 1...1024)),
+        ConfigKey("HTTP", "MaxConnections", "32", doc: "HTTP connections served at once (one thread each); more wait in the listen backlog.", validate: ConfigValidation.integer(in: 1...1024)),
+        ConfigKey("HTTP", "IdleTimeoutSec", "30", doc: "An HTTP connection that sends or reads nothing for this long is closed (bounds slow uploads).", validate: ConfigValidation.integer(in: 1...3600)),
     ]
 
     /// The shipped `Config/earshotd.conf`: every key commented out at its default, with its doc.

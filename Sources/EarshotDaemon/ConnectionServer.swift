@@ -11,15 +11,16 @@ struct ConnectionServer: Sendable {
     let limits: ConnectionLimits
 
     /// Serves until `accepted` ends (the listener stopped) and every connection has closed.
-    func serve(_ accepted: AsyncStream<AcceptedConnection>) async {
+    /// `networkAppID`: the app every TCP peer acts as.
+    func serve(_ accepted: AsyncStream<AcceptedConnection>, networkAppID: String? = nil) async {
         await withDiscardingTaskGroup { group in
             for await connection in accepted {
-                group.addTask { await serve(connection) }
+                group.addTask { await serve(connection, networkAppID: networkAppID) }
             }
         }
     }
 
-    private func serve(_ connection: AcceptedConnection) async {
+    private func serve(_ connection: AcceptedConnection, networkAppID: String?) async {
         let channel = FrameChannel(fd: connection.fd, options: channelOptions, label: "earshot.connection")
         channel.start()
         let id: Int
@@ -35,6 +36,10 @@ struct ConnectionServer: Sendable {
         logger.debug("connection opened", fields)
         let state = ConnectionState(channel: channel)
         var context = RequestContext(connectionID: id, peer: connection.peer, admin: connection.admin, state: state)
+        if connection.network {
+            context.network = true
+            context.appID = networkAppID
+        }
         // Weak: the channel's check must not keep the state (and its Wyoming job) alive after the connection.
         channel.setBusyCheck { [weak state] in state.map { harness.isBusy(id, state: $0) } ?? false }
         let progress: @Sendable (Frame) -> Void = { channel.post($0) }

@@ -1,6 +1,7 @@
 import Dispatch
 import EarshotAssets
 import EarshotAudio
+import EarshotHTTP
 import EarshotSpeech
 import EarshotSystem
 import EarshotWire
@@ -91,8 +92,9 @@ public struct Daemon: Sendable {
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")))
-        let errors = ErrorMap(logger: logger)
-        let coordinator = AnalysisCoordinator(speech: speech, assets: assets)
+        let metrics = DaemonMetrics()
+        let errors = ErrorMap(logger: logger, metrics: metrics)
+        let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors), errors: errors)
         let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
@@ -101,6 +103,23 @@ public struct Daemon: Sendable {
         let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions,
                                       limits: ConnectionLimits(maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
                                                                adminReserved: config.int("Limits.AdminReservedConnections")))
+        let http: [HTTPListener]
+        do {
+            http = try await openHTTP(config, paths: paths, mainSocket: listener.path, coordinator: coordinator, errors: errors, metrics: metrics)
+        } catch {
+            logger.error("cannot serve HTTP: \(error)")
+            listener.stop()
+            return 1
+        }
+        let wyomingTCP: Listener?
+        do {
+            wyomingTCP = try openWyomingTCP(config, logger: logger)
+        } catch {
+            logger.error("cannot serve Wyoming over TCP on \(config["Wyoming.Listen"]): \(error)")
+            listener.stop()
+            for front in http { await front.stop() }
+            return 1
+        }
         let adminGroup = config["Daemon.AdminGroup"]
         let ownUID = getuid()
         let accepted = listener.connections(
@@ -109,7 +128,8 @@ public struct Daemon: Sendable {
 
         let where_ = listener.path ?? "fd \(listener.fd)"
         logger.notice("earshotd \(EarshotVersion.string) listening on \(where_)\(listener.activated ? " (socket activation)" : "")",
-                      ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ",")])
+                      ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ","),
+                       "http": http.isEmpty ? "off" : http.map(\.endpoint).joined(separator: ",")])
         manager.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
 
         let shutdownTimeout = config.seconds("Daemon.ShutdownTimeoutSec")
@@ -117,6 +137,14 @@ public struct Daemon: Sendable {
             group.addTask {
                 await server.serve(accepted)
                 return .connectionsDone
+            }
+            if let wyomingTCP {
+                let appID = config["Wyoming.AppID"]
+                let peers = wyomingTCP.connections(authorize: { _ in false }, onError: { logger.warning("accept failed: \($0)") })
+                group.addTask {
+                    await server.serve(peers, networkAppID: appID)
+                    return .networkConnectionsDone
+                }
             }
             group.addTask {
                 await assets.run()
@@ -155,6 +183,7 @@ public struct Daemon: Sendable {
                     logger.notice("received signal \(number), shutting down (sessions and in-flight requests get \(shutdownTimeout) s)")
                     manager.notify("STOPPING=1\nSTATUS=Shutting down")
                     listener.stop()
+                    wyomingTCP?.stop()
                     // Connections whose sessions are being finished stay open for their results.
                     await registry.beginShutdown(keepOpen: { coordinator.counts.hasSessions($0) })
                     await coordinator.beginShutdown()
@@ -186,10 +215,57 @@ public struct Daemon: Sendable {
                 }
             }
         }
+        for front in http { await front.stop() }
         signals.stop()
         logger.notice("earshotd stopped")
         manager.flush()
         return 0
+    }
+
+    /// The Wyoming TCP listener (`[Wyoming] Listen`), or nil when it is off.
+    func openWyomingTCP(_ config: DaemonConfig, logger: Logger) throws -> Listener? {
+        guard let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]) else { return nil }
+        let user = config["Wyoming.User"]
+        let uid = UInt32(user) ?? getpwnam(user).map { $0.pointee.pw_uid } ?? 65534
+        let listener = try Listener.tcp(host: endpoint.host, port: endpoint.port, identity: PeerCredentials(pid: 0, uid: uid, gid: getpwuid(uid).map { $0.pointee.pw_gid } ?? uid))
+        let fields = ["wyoming_listen": "\(endpoint.host):\(listener.port ?? endpoint.port)", "wyoming_uid": "\(uid)"]
+        if TCPSocket.isLoopback(endpoint.host) {
+            logger.notice("serving Wyoming over TCP on \(endpoint.host):\(listener.port ?? endpoint.port)", fields)
+        } else {
+            logger.warning("serving Wyoming over TCP on non-loopback \(endpoint.host):\(listener.port ?? endpoint.port): anyone who reaches it can transcribe as uid \(uid)", fields)
+        }
+        return listener
+    }
+
+    /// The HTTP front's listeners: its Unix socket (`[HTTP] Socket`; beside the main one by
+    /// default, unless `off`) and TCP (`[HTTP] Listen`, off by default).
+    func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, coordinator: AnalysisCoordinator, errors: ErrorMap,
+                  metrics: DaemonMetrics) async throws -> [HTTPListener] {
+        let scratch = paths.cacheDirectory + "/http-uploads"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: config.int("HTTP.MaxConnections"),
+                                idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"))
+        var network = HTTPNetworkAccess()
+        let user = config["HTTP.User"]
+        network.uid = UInt32(user) ?? getpwnam(user).map { $0.pointee.pw_uid } ?? 65534
+        network.anonymousApp = config["HTTP.AllowAnonymous"] == "yes" ? "http-anonymous" : nil
+        if !config["HTTP.KeyFile"].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config["HTTP.KeyFile"]) }
+        let front = HTTPFront(coordinator: coordinator, errors: errors, metrics: metrics, network: network, scratch: scratch)
+        var listeners: [HTTPListener] = []
+        let configured = config["HTTP.Socket"]
+        if configured != "off" {
+            let path = configured.isEmpty ? ((mainSocket ?? paths.socket) as NSString).deletingLastPathComponent + "/http.sock" : configured
+            listeners.append(try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits, handler: front))
+        }
+        if let endpoint = TCPSocket.endpoint(config["HTTP.Listen"]) {
+            do {
+                listeners.append(try HTTPListener(host: endpoint.host, port: endpoint.port, limits: limits, handler: front))
+            } catch {
+                for listener in listeners { await listener.stop() }
+                throw error
+            }
+        }
+        return listeners
     }
 
     /// The asset inventory's settings from the config.
@@ -221,7 +297,7 @@ public struct Daemon: Sendable {
     }
 
     enum Phase: Sendable {
-        case connectionsDone, assetsStopped, coordinatorStopped, watchdogStopped, sessionsDrained, deadline
+        case connectionsDone, networkConnectionsDone, assetsStopped, coordinatorStopped, watchdogStopped, sessionsDrained, deadline
         case signal(Int32)
     }
 }

@@ -9,6 +9,8 @@ struct RequestContext: Sendable {
     let peer: PeerCredentials
     let admin: Bool
     var appID: String?
+    /// Over TCP: only the routes open to the network (Wyoming's) are served.
+    var network = false
     /// The connection's channel, requests in flight and Wyoming state.
     let state: ConnectionState
 
@@ -47,8 +49,8 @@ struct DaemonHarness: Sendable {
     /// The daemon's own requests: Wyoming `describe` and `ping`, hello, status, config.
     private static func daemonRoutes(facts: DaemonFacts, registry: ConnectionRegistry, assets: AssetService) -> [Route] {
         [
-            .on(Describe.self) { _, _, _ in [try Frame(await info(assets))] },
-            .on(Ping.self) { ping, _, _ in [try Frame(Pong(text: ping.text))] },
+            .on(Describe.self, network: true) { _, _, _ in [try Frame(await info(assets))] },
+            .on(Ping.self, network: true) { ping, _, _ in [try Frame(Pong(text: ping.text))] },
             .on(Hello.self) { hello, _, context in [try Frame(await welcome(hello, context: &context, facts: facts, registry: registry, assets: assets))] },
             .on(StatusRequest.self) { request, _, _ in [try Frame(await status(request, facts: facts, registry: registry))] },
             .on(ConfigRequest.self) { request, _, _ in [try Frame(ConfigReport(id: request.id, entries: facts.config.entries, warnings: facts.config.warnings))] },
@@ -63,6 +65,9 @@ struct DaemonHarness: Sendable {
     func handle(_ frame: Frame, context: inout RequestContext, progress: @escaping @Sendable (Frame) -> Void) async -> [Frame] {
         do {
             guard let route = routes[frame.type] else { throw WireError(.unknownEvent, "unknown event type '\(frame.type)'") }
+            if context.network, !route.network {
+                throw WireError(.permissionDenied, "'\(frame.type)' is not served over TCP: the Wyoming listener takes Wyoming events only (describe, transcribe, audio-start, audio-chunk, audio-stop, ping)")
+            }
             return try await route.serve(Call(frame: frame, progress: progress), &context)
         } catch {
             let fields = ["connection": "\(context.connectionID)", "peer_uid": "\(context.peer.uid)", "request": frame.type]

@@ -16,10 +16,14 @@ struct ErrorMap: Sendable {
     /// Where internal errors are logged; nil only where nothing can be internal (tests, the
     /// connection-level refusals).
     let logger: Logger?
+    /// Where errors are counted by code (nil: not counted).
+    var metrics: DaemonMetrics? = nil
 
     /// The wire error for `error`; `fields` (connection, peer) go into the log line of an internal one.
     func wire(_ error: any Error, _ fields: [String: String] = [:]) -> WireError {
         let mapped = Self.classify(error)
+        metrics?.errors.add(1, mapped.code.rawValue)
+        if mapped.code == .insufficientResources { metrics?.admissionRefusals.add() }
         guard mapped.code == .internalError else { return mapped }
         let id = Self.newID()
         logger?.error("internal error \(id): \(mapped.message)", fields.merging(["error_id": id]) { $1 })

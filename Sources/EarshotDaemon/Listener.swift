@@ -27,6 +27,9 @@ struct AcceptedConnection: Sendable {
     var fd: Int32
     var peer: PeerCredentials
     var admin: Bool
+    /// Accepted over TCP: the peer has no kernel identity (``peer`` is the configured one) and
+    /// reaches only the routes open to the network.
+    var network = false
 }
 
 /// The listening socket: our own (created, stale one replaced, removed at stop) or one passed by
@@ -41,12 +44,29 @@ final class Listener: @unchecked Sendable {
     private var source: DispatchSourceRead?
     private var backingOff = false
 
-    private init(fd: Int32, path: String?, activated: Bool, ownsPath: Bool) {
+    /// For a TCP listener: who every peer acts as.
+    private let networkIdentity: PeerCredentials?
+
+    private init(fd: Int32, path: String?, activated: Bool, ownsPath: Bool, networkIdentity: PeerCredentials? = nil) {
         self.fd = fd
         self.path = path
         self.activated = activated
         self.ownsPath = ownsPath
+        self.networkIdentity = networkIdentity
     }
+
+    /// A TCP listener on `host:port`; every peer acts as `identity` and is never an admin.
+    static func tcp(host: String, port: UInt16, identity: PeerCredentials) throws(ListenerError) -> Listener {
+        do {
+            let fd = try TCPSocket.listen(host: host, port: port)
+            return Listener(fd: fd, path: nil, activated: false, ownsPath: false, networkIdentity: identity)
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    /// The TCP port (for a TCP listener).
+    var port: UInt16? { networkIdentity == nil ? nil : TCPSocket.boundPort(fd) }
 
     /// How the socket's directory is made.
     enum Directory {
@@ -102,10 +122,14 @@ final class Listener: @unchecked Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: AcceptedConnection.self)
         queue.sync {
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { [fd] in
+            source.setEventHandler { [fd, networkIdentity] in
                 while true {
                     do throws(SystemError) {
                         guard let client = try UnixSocket.accept(fd) else { return }
+                        if let networkIdentity {
+                            continuation.yield(AcceptedConnection(fd: client, peer: networkIdentity, admin: false, network: true))
+                            continue
+                        }
                         do throws(SystemError) {
                             let peer = try PeerCredentials.of(socket: client)
                             continuation.yield(AcceptedConnection(fd: client, peer: peer, admin: authorize(peer)))

@@ -29,12 +29,14 @@ struct Route: Sendable {
     let type: String
     /// Served beside the connection's later requests (downloads may take minutes).
     let longRunning: Bool
+    /// Served to TCP peers too (Wyoming's events); every other route is Unix-socket only.
+    let network: Bool
     let serve: @Sendable (Call, inout RequestContext) async throws -> [Frame]
 
     /// The route for `Request`: decode, check `privilege`, then `handler` (replies in order, possibly none).
-    static func on<Request: WireEvent>(_: Request.Type, _ privilege: Privilege<Request> = .everyone, longRunning: Bool = false,
+    static func on<Request: WireEvent>(_: Request.Type, _ privilege: Privilege<Request> = .everyone, longRunning: Bool = false, network: Bool = false,
                                        _ handler: @escaping @Sendable (Request, Call, inout RequestContext) async throws -> [Frame]) -> Route {
-        Route(type: Request.eventType, longRunning: longRunning) { call, context in
+        Route(type: Request.eventType, longRunning: longRunning, network: network) { call, context in
             let request = try call.frame.decode(Request.self)
             if let what = privilege.adminOnly(request, context), !context.admin {
                 throw WireError(.permissionDenied, "only admins may \(what) (root, the daemon's own user or members of the admin group)")

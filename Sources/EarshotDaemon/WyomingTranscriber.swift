@@ -133,17 +133,17 @@ struct WyomingTranscriber: Sendable {
     var routes: [Route] {
         let wyoming = self
         return [
-            .on(Transcribe.self) { request, _, context in
+            .on(Transcribe.self, network: true) { request, _, context in
                 await wyoming.end(context.state.wyoming, context: context)
                 context.state.wyoming = WyomingTranscription(name: request.name, language: request.language)
                 return []
             },
-            .on(AudioStart.self) { start, _, context in
+            .on(AudioStart.self, network: true) { start, _, context in
                 let job = await wyoming.restart(context)
                 try await wyoming.begin(job, format: start.format, context: context)
                 return [try Frame(TranscriptStart(language: job.language))]
             },
-            .on(AudioChunk.self) { chunk, call, context in
+            .on(AudioChunk.self, network: true) { chunk, call, context in
                 let state = context.state
                 let job = state.wyoming ?? WyomingTranscription(name: nil, language: nil)
                 state.wyoming = job
@@ -155,7 +155,7 @@ struct WyomingTranscriber: Sendable {
                 try await wyoming.feed(call.frame.payload, format: chunk.format, job: job, session: session, context: context)
                 return []
             },
-            .on(AudioStop.self) { _, _, context in
+            .on(AudioStop.self, network: true) { _, _, context in
                 let state = context.state
                 guard let job = state.wyoming, let session = job.session else {
                     let language = state.wyoming?.language
@@ -198,45 +198,27 @@ struct WyomingTranscriber: Sendable {
         await coordinator.cancel(session, of: context.connectionID)
     }
 
-    /// Opens the session for a transcription: the named model, else a transcriber for the
-    /// language, else dictation (Apple's advice), whichever is installed. Without a language, a
-    /// transcriber that identifies it (`und`) comes first, then English. The format is checked
-    /// before anything is loaded or allocated.
+    /// Opens the session for a transcription (``AnalysisCoordinator/openTranscription(_:for:events:)``
+    /// picks the model). The format is checked before anything is loaded or allocated.
     private func begin(_ job: WyomingTranscription, format: AudioFormatFields, context: RequestContext) async throws {
         let converter = try PCMConverter(rate: format.rate, width: format.width, channels: format.channels)
-        let language = job.language ?? "en"
-        var candidates: [ModuleConfiguration] = [.init(kind: .transcriber, locale: language), .init(kind: .dictation, locale: language)]
-        if job.language == nil { candidates.insert(.init(kind: .transcriber, locale: LocaleTag.undetermined), at: 0) }
-        if let name = job.name, let asset = try await coordinator.assets.installedAssets().first(where: { $0.current && $0.entry.id == name }) {
-            candidates = [ModuleConfiguration(kind: asset.entry.kind, locale: asset.entry.locales.first ?? language)]
-        }
-        var lastError: (any Error)?
         let collected = job.collected
         let channel = context.state.channel
-        for module in candidates {
-            do {
-                let session = try await coordinator.open([module], options: AnalysisOptions(modelRetention: .lingering), context: AnalysisContextData(),
-                                                         for: context.client) { _, event in
-                    switch event {
-                    case .result(let result) where result.isFinal && !result.text.isEmpty:
-                        collected.append(result)
-                        if let frame = try? Frame(TranscriptChunk(text: result.text + " ")) { channel.post(frame) }
-                    case .finished(_, shutdown: true) where collected.claim():
-                        // The daemon is stopping: the client gets what was said so far before the connection closes.
-                        for event in [try? Frame(collected.transcript), try? Frame(TranscriptStop())] {
-                            if let event { channel.post(event) }
-                        }
-                    default:
-                        break
-                    }
+        let session = try await coordinator.openTranscription(TranscriptionRequest(name: job.name, language: job.language), for: context.client) { _, event in
+            switch event {
+            case .result(let result) where result.isFinal && !result.text.isEmpty:
+                collected.append(result)
+                if let frame = try? Frame(TranscriptChunk(text: result.text + " ")) { channel.post(frame) }
+            case .finished(_, shutdown: true) where collected.claim():
+                // The daemon is stopping: the client gets what was said so far before the connection closes.
+                for event in [try? Frame(collected.transcript), try? Frame(TranscriptStop())] {
+                    if let event { channel.post(event) }
                 }
-                job.started(session, format: format, converter: converter)
-                return
-            } catch {
-                lastError = error
+            default:
+                break
             }
         }
-        throw lastError ?? WireError(.notInstalled, "no speech model is installed for \(language)")
+        job.started(session, format: format, converter: converter)
     }
 
     /// Converts and feeds `payload` a block at a time, so memory stays bounded by the block (not by

@@ -67,7 +67,7 @@ struct SpeechWyomingTests {
 
     async def main(socket, wav, others):
         result = {}
-        async with AsyncClient.from_uri("unix://" + socket) as client:
+        async with AsyncClient.from_uri(socket if "://" in socket else "unix://" + socket) as client:
             await client.write_event(Describe().event())
             info = await asyncio.wait_for(client.read_event(), 30)
             result["describe"] = {"type": info.type, "data": info.data}

@@ -111,3 +111,17 @@ public enum TranscriptFormatter {
         return String(format: "%02d:%02d:%02d%@%03d", h, m, s, comma ? "," : ".", ms)
     }
 }
+
+extension TranscriptSegment {
+    /// The segment of a final analyzer result as the daemon sends it (word times from its runs).
+    public init(_ result: AnalyzerResult) {
+        // One run is the whole text (the engine gave no word times): no word list then.
+        let words: [Word] = result.runs.count < 2 ? [] : result.runs.compactMap { run in
+            let word = run.text.trimmingCharacters(in: .whitespaces)
+            guard !word.isEmpty else { return nil }
+            return Word(text: word, start: run.range?.start.seconds, end: run.range?.end.seconds, confidence: run.confidence)
+        }
+        self.init(start: result.range.start.seconds, end: result.range.end.seconds,
+                  text: result.text.trimmingCharacters(in: .whitespaces), words: words, language: result.language)
+    }
+}

@@ -1,0 +1,54 @@
+#ifndef EARSHOT_CMICROHTTPD_SHIM_H
+#define EARSHOT_CMICROHTTPD_SHIM_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+/* libmicrohttpd's start and connection-info calls are variadic, which Swift cannot call; these
+   fixed-signature wrappers pass exactly the options EarshotHTTP uses. */
+
+/* A daemon serving an already listening socket `listen_fd`, one thread per connection (so a
+   handler may wait for its answer without holding anyone else up), at most `connection_limit`
+   connections, `timeout_seconds` of inactivity before a connection is closed, and
+   `memory_limit` bytes of read/write buffer per connection. */
+static inline struct MHD_Daemon *earshot_mhd_start(int listen_fd, unsigned int connection_limit,
+                                                   unsigned int timeout_seconds, size_t memory_limit,
+                                                   MHD_AccessHandlerCallback handler, void *handler_cls,
+                                                   MHD_RequestCompletedCallback completed, void *completed_cls) {
+    return MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC,
+                            0, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_END);
+}
+
+/* The connection's socket (for SO_PEERCRED on a Unix socket), or -1. */
+static inline int earshot_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? (int)info->connect_fd : -1;
+}
+
+/* The peer's address (NULL if unknown). */
+static inline const struct sockaddr *earshot_mhd_client_address(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info ? info->client_addr : NULL;
+}
+
+/* Macros and closed enums Swift imports awkwardly. */
+static const enum MHD_Result earshot_mhd_yes = MHD_YES;
+static const enum MHD_Result earshot_mhd_no = MHD_NO;
+static const enum MHD_ResponseMemoryMode earshot_mhd_must_copy = MHD_RESPMEM_MUST_COPY;
+static const enum MHD_ValueKind earshot_mhd_header_kind = MHD_HEADER_KIND;
+static const enum MHD_ValueKind earshot_mhd_argument_kind = MHD_GET_ARGUMENT_KIND;
+/* poll(2)'s peer-closed event (a GNU extension <poll.h> hides without _GNU_SOURCE). */
+static const short earshot_pollrdhup = 0x2000;
+static const uint64_t earshot_mhd_size_unknown = MHD_SIZE_UNKNOWN;
+static const ssize_t earshot_mhd_reader_end = MHD_CONTENT_READER_END_OF_STREAM;
+static const ssize_t earshot_mhd_reader_error = MHD_CONTENT_READER_END_WITH_ERROR;
+#endif

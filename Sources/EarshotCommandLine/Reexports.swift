@@ -1,0 +1,2 @@
+/// Transcript output is part of every CLI's vocabulary.
+@_exported import EarshotTranscript

@@ -1,0 +1,205 @@
+import EarshotAssets
+import EarshotHTTP
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// The HTTP front (`Docs/HTTP.md`): OpenAI's audio API and model list over libmicrohttpd, on the
+/// same coordinator, sessions and models as the socket protocol. On the Unix socket identity comes
+/// from peer credentials and `X-Earshot-App` names the app (default `http`); over TCP a bearer key
+/// from the admin's key file names the app and every request acts as one configured user.
+struct HTTPFront: HTTPHandler {
+    /// One route: method, path (a trailing `*` matches any rest) and its handler.
+    struct Route: Sendable {
+        let method: String
+        let path: String
+        let handle: @Sendable (HTTPFront, HTTPRequest, AnalysisClient) async -> HTTPResponse
+        func matches(_ path: String) -> Bool {
+            self.path.hasSuffix("*") ? path.hasPrefix(self.path.dropLast()) && path.count > self.path.count - 1 : path == self.path
+        }
+    }
+
+    static let routes: [Route] = [
+        Route(method: "GET", path: "/v1/models") { front, _, _ in await front.models() },
+        Route(method: "GET", path: "/v1/models/*") { front, request, _ in await front.model(String(request.head.path.dropFirst("/v1/models/".count))) },
+        Route(method: "POST", path: "/v1/audio/transcriptions") { front, request, client in
+            await front.transcription.respond(to: request, client: client, translate: false)
+        },
+        Route(method: "POST", path: "/v1/audio/translations") { front, request, client in
+            await front.transcription.respond(to: request, client: client, translate: true)
+        },
+        Route(method: "GET", path: "/metrics") { front, _, _ in
+            let text = await front.metrics.scrape(speech: front.coordinator.speech, assets: front.coordinator.assets)
+            return HTTPResponse(status: 200, headers: [("Content-Type", MetricsRegistry.contentType)], body: .bytes(Data(text.utf8)))
+        },
+    ]
+
+    let coordinator: AnalysisCoordinator
+    let transcription: OpenAITranscription
+    let errors: ErrorMap
+    let metrics: DaemonMetrics
+    /// Who TCP clients are.
+    let network: HTTPNetworkAccess
+    /// Session-table keys for HTTP requests, in a range the socket's connection ids never reach.
+    let requestIDs = RequestIDs()
+
+    init(coordinator: AnalysisCoordinator, errors: ErrorMap, metrics: DaemonMetrics, network: HTTPNetworkAccess, scratch: String) {
+        self.coordinator = coordinator
+        self.network = network
+        self.errors = errors
+        self.metrics = metrics
+        transcription = OpenAITranscription(coordinator: coordinator, errors: errors, scratch: scratch)
+    }
+
+    func screen(_ head: HTTPRequestHead) -> HTTPResponse? {
+        let refused = refusal(head)
+        if let refused { counted(refused, head) }
+        return refused
+    }
+
+    /// The answer to a request refused on its head alone: unknown route, wrong method, no identity.
+    private func refusal(_ head: HTTPRequestHead) -> HTTPResponse? {
+        let candidates = Self.routes.filter { $0.matches(head.path) }
+        if candidates.isEmpty { return .openAIError(404, "no route \(head.path) (see Docs/HTTP.md)", code: ErrorCode.notFound.rawValue) }
+        if !candidates.contains(where: { $0.method == head.method }) {
+            var response = HTTPResponse.openAIError(405, "\(head.path) takes \(candidates.map(\.method).joined(separator: ", ")), not \(head.method)", code: ErrorCode.badRequest.rawValue)
+            response.headers.append(("Allow", candidates.map(\.method).joined(separator: ", ")))
+            return response
+        }
+        if case .network = head.peer, network.identity(head) == nil {
+            var response = HTTPResponse.openAIError(401, network.anonymousApp == nil ? "a valid API key is required over TCP (Authorization: Bearer KEY; keys are in [HTTP] KeyFile)" : "invalid API key",
+                                                    code: "invalid_api_key")
+            response.headers.append(("WWW-Authenticate", "Bearer"))
+            return response
+        }
+        if let app = head.header("x-earshot-app"), !DaemonHarness.isValidAppID(app) {
+            return .openAIError(400, "X-Earshot-App must be 1–255 characters of letters, digits, '.', '_' or '-'", code: ErrorCode.badRequest.rawValue)
+        }
+        return nil
+    }
+
+    func rejection(_ reason: HTTPRejection, head: HTTPRequestHead) -> HTTPResponse {
+        counted(rejectionResponse(reason), head)
+    }
+
+    private func rejectionResponse(_ reason: HTTPRejection) -> HTTPResponse {
+        switch reason {
+        case .bodyTooLarge(let limit):
+            .openAIError(413, "the request body is larger than \(limit >> 20) MiB ([HTTP] MaxBodyMiB)", code: "request_too_large")
+        case .malformedForm:
+            .openAIError(400, "the multipart/form-data body could not be parsed", code: ErrorCode.badRequest.rawValue, param: "file")
+        case .shuttingDown:
+            .openAIError(503, "earshotd is shutting down", code: ErrorCode.shuttingDown.rawValue)
+        }
+    }
+
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let identity: (uid: UInt32, appID: String)?
+        switch request.head.peer {
+        case .local(let peer): identity = (peer.uid, request.head.header("x-earshot-app") ?? "http")
+        case .network: identity = network.identity(request.head).map { (network.uid, $0) }
+        }
+        guard let route = Self.routes.first(where: { $0.method == request.head.method && $0.matches(request.head.path) }), let identity else {
+            return refusal(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
+        }
+        let client = AnalysisClient(connection: requestIDs.next(), uid: identity.uid, appID: identity.appID)
+        return counted(await route.handle(self, request, client), request.head)
+    }
+
+    /// Counts `response` under its route (`other` for paths no route serves).
+    @discardableResult
+    private func counted(_ response: HTTPResponse, _ head: HTTPRequestHead) -> HTTPResponse {
+        let route = Self.routes.first { $0.matches(head.path) }?.path ?? "other"
+        metrics.httpRequests.add(1, route, String(response.status))
+        return response
+    }
+
+    // MARK: - Models
+
+    struct Model: Codable, Sendable {
+        var id: String
+        var object = "model"
+        var created: Int
+        var ownedBy: String
+        enum CodingKeys: String, CodingKey { case id, object, created, ownedBy = "owned_by" }
+    }
+
+    struct ModelList: Codable, Sendable {
+        var object = "list"
+        var data: [Model]
+    }
+
+    /// Installed speech models (current versions), plus `whisper-1` when a transcriber is
+    /// installed (it names the preferred one, for clients that only know OpenAI's name).
+    private func listed() async throws -> [Model] {
+        let installed = try await coordinator.assets.installedAssets().filter { $0.current && $0.entry.kind != .detector }
+        var models = installed.map { Model(id: $0.entry.id, created: Int($0.installedAt), ownedBy: "earshot") }
+        if let transcriber = installed.filter({ $0.entry.kind == .transcriber }).min(by: { $0.installedAt < $1.installedAt }) {
+            models.append(Model(id: "whisper-1", created: Int(transcriber.installedAt), ownedBy: "earshot"))
+        }
+        return models.sorted { $0.id < $1.id }
+    }
+
+    func models() async -> HTTPResponse {
+        do { return .json(ModelList(data: try await listed())) } catch { return .openAIError(errors.wire(error)) }
+    }
+
+    func model(_ id: String) async -> HTTPResponse {
+        do {
+            guard let model = try await listed().first(where: { $0.id == id }) else {
+                return .openAIError(404, "The model '\(id)' does not exist or is not installed", code: "model_not_found", param: "model")
+            }
+            return .json(model)
+        } catch {
+            return .openAIError(errors.wire(error))
+        }
+    }
+}
+
+/// Hands out session-table keys for HTTP requests (each request is its own "connection" to the
+/// coordinator), starting far above any socket connection id.
+final class RequestIDs: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var last = 1 << 40
+    func next() -> Int { lock.withLock { last += 1; return last } }
+}
+
+/// Who TCP clients of the HTTP front are: a bearer key from `[HTTP] KeyFile` (lines `KEY APP-ID`)
+/// names the app; every TCP request acts as uid ``uid``. Without a key, only when the admin allowed
+/// anonymous access (``anonymousApp``).
+struct HTTPNetworkAccess: Sendable {
+    var keys: [(key: [UInt8], app: String)] = []
+    var uid: UInt32 = 65534
+    var anonymousApp: String?
+
+    /// Reads a key file: `KEY APP-ID` per line, `#` comments; keys of at least 16 characters.
+    static func keys(fromFile path: String) throws -> [(key: [UInt8], app: String)] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return try text.split(separator: "\n").enumerated().compactMap { index, line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if fields.isEmpty || fields[0].hasPrefix("#") { return nil }
+            guard fields.count == 2, fields[0].utf8.count >= 16, DaemonHarness.isValidAppID(String(fields[1])) else {
+                throw WireError(.badRequest, "\(path):\(index + 1): expected 'KEY APP-ID' with a key of at least 16 characters")
+            }
+            return (Array(fields[0].utf8), String(fields[1]))
+        }
+    }
+
+    /// The app a request acts as: its bearer key's, else the anonymous one; nil: refused.
+    func identity(_ head: HTTPRequestHead) -> String? {
+        guard let header = head.header("authorization"), header.hasPrefix("Bearer ") else { return anonymousApp }
+        let offered = Array(header.dropFirst(7).utf8)
+        // Every key is compared in full, so timing does not tell how much of a key matched.
+        var found: String?
+        for entry in keys where Self.constantTimeEqual(entry.key, offered) { found = entry.app }
+        return found
+    }
+
+    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}

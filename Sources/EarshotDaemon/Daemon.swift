@@ -61,9 +61,11 @@ public struct Daemon: Sendable {
             }
         }
 
+        // One clock for every timer loop (GC, download backoff, progress, model lingering).
+        let clock = SystemServiceClock()
         let assets: AssetService
         do {
-            assets = try AssetService(settings: assetSettings(config, paths), log: { logger.info("assets: \($0)") })
+            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, log: { logger.info("assets: \($0)") })
             try await assets.start()
         } catch {
             logger.error("cannot open the asset store in \(paths.stateDirectory): \(error)")
@@ -90,7 +92,7 @@ public struct Daemon: Sendable {
                                 started: .now, limits: limits)
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
-            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")))
+            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")), clock: clock)
         let errors = ErrorMap(logger: logger)
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, assets: assets, errors: errors), errors: errors)
@@ -122,11 +124,7 @@ public struct Daemon: Sendable {
                 return .assetsStopped
             }
             group.addTask {
-                // Lingering models unload when their time is up.
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    await speech.evict()
-                }
+                await speech.runEvictor() // lingering models unload when their time is up
                 return .assetsStopped
             }
             if let interval = manager.watchdogInterval {

@@ -25,7 +25,7 @@ extension Downloader {
             case .failure(let reason):
                 failures = [MirrorFailure(url: url, reason: reason, attempts: attempt)]
                 guard Self.isTransient(reason), attempt < options.maxAttemptsPerMirror else { throw .allMirrorsFailed(failures) }
-                try? await Task.sleep(for: options.backoff(afterAttempt: attempt))
+                _ = await pause(options.backoff(afterAttempt: attempt), shouldStop: { Task.isCancelled })
             }
         }
         throw .allMirrorsFailed(failures)

@@ -12,10 +12,10 @@ import Foundation
 public final class Downloader: Sendable {
     /// Sent as `User-Agent` with every HTTP request.
     public let userAgent: String
-    private let clock: any Clock<Duration>
+    private let clock: any ServiceClock
 
-    /// `clock` paces the backoff between attempts (inject one in tests).
-    public init(userAgent: String = "earshotd/\(EarshotVersion.string)", clock: any Clock<Duration> = ContinuousClock()) {
+    /// `clock` paces the backoff between attempts (the service's clock; a manual one in tests).
+    public init(userAgent: String = "earshotd/\(EarshotVersion.string)", clock: any ServiceClock = SystemServiceClock()) {
         CurlGlobal.ensureInitialized()
         self.userAgent = userAgent
         self.clock = clock
@@ -149,17 +149,25 @@ public final class Downloader: Sendable {
         }
     }
 
-    /// Waits `duration` on the injected clock in short steps; false as soon as the download is cancelled.
-    private func pause(_ duration: Duration, shouldStop: @Sendable () -> Bool) async -> Bool {
-        var left = duration
-        let step = Duration.milliseconds(50)
-        while left > .zero {
-            if shouldStop() { return false }
-            let slice = min(step, left)
-            try? await clock.sleep(for: slice)
-            left -= slice
+    /// Waits `duration` on the injected clock; false as soon as the download is cancelled. The
+    /// wait itself follows the clock alone; a watcher notices `shouldStop` (a flag the transfer
+    /// thread also polls) within 50 ms of real time and ends the wait early.
+    func pause(_ duration: Duration, shouldStop: @escaping @Sendable () -> Bool) async -> Bool {
+        if shouldStop() { return false }
+        let clock = clock
+        let slept = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await clock.sleep(for: duration)) != nil }
+            group.addTask {
+                while !shouldStop() {
+                    do { try await Task.sleep(for: .milliseconds(50)) } catch { return true }
+                }
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
-        return !shouldStop()
+        return slept && !shouldStop()
     }
 }
 

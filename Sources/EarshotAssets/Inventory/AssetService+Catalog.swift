@@ -63,13 +63,15 @@ extension AssetService {
     /// Fetches every configured catalog (conditional GET), verifies its signature and version, and
     /// keeps the current one on any failure.
     public func refreshCatalogs() async -> [CatalogRefreshResult] {
-        reloadKeys()
-        var results: [CatalogRefreshResult] = []
-        for url in settings.catalogURLs {
-            results.append(await refresh(url))
+        await exclusively { () async -> [CatalogRefreshResult] in
+            reloadKeys()
+            var results: [CatalogRefreshResult] = []
+            for url in settings.catalogURLs {
+                results.append(await refresh(url))
+            }
+            recomputeCatalogAssets()
+            return results
         }
-        recomputeCatalogAssets()
-        return results
     }
 
     private func refresh(_ url: String) async -> CatalogRefreshResult {
@@ -90,7 +92,7 @@ extension AssetService {
                 return CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: nil)
             }
             let record = StoredCatalog(url: url, catalog: verified.catalog, body: document.body, signature: String(decoding: signature.body, as: UTF8.self),
-                                       keyID: verified.keyIDHex, etag: document.etag, lastModified: document.lastModified, fetchedAt: clock.now())
+                                       keyID: verified.keyIDHex, etag: document.etag, lastModified: document.lastModified, fetchedAt: clock.wallTime())
             try await database.write { db in
                 try db.execute("""
                     INSERT OR REPLACE INTO catalog_sources (url, version, body, signature, key_id, etag, last_modified, fetched_at)

@@ -30,12 +30,15 @@ extension AssetService {
                 assets.append(asset)
             }
         }
-        let installed = try await installedAssets()
-        let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
-        let locales = modules.compactMap(\.locale)
-        let reserved = try await reserve(locales, for: client)
-        guard !missing.isEmpty else { return InstallOutcome(nothingToDo: true, installed: [], reserved: reserved) }
-        let started = missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false) }
+        // Under the gate: a GC between the look at what is installed and the reservation would
+        // otherwise remove an installed asset this request then counts on.
+        let (reserved, started) = try await exclusively { () async throws -> ([String], [InstallJob]) in
+            let installed = try await installedAssets()
+            let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
+            let reserved = try await reserve(modules.compactMap(\.locale), for: client)
+            return (reserved, missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false) })
+        }
+        guard !started.isEmpty else { return InstallOutcome(nothingToDo: true, installed: [], reserved: reserved) }
         let sinks = started.map { ($0, $0.addSink(progress)) }
         defer { sinks.forEach { $0.0.removeSink($0.1) } }
         do {
@@ -69,7 +72,7 @@ extension AssetService {
     func job(for entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool) -> InstallJob {
         let key = "\(entry.id)@\(entry.version)"
         if let existing = jobs[key] { return existing }
-        let job = InstallJob(entry: entry, bandwidthLimit: bandwidthLimit, isUpdate: isUpdate)
+        let job = InstallJob(entry: entry, bandwidthLimit: bandwidthLimit, isUpdate: isUpdate, clock: clock)
         jobs[key] = job
         jobSubmitter.yield(job)
         return job
@@ -120,7 +123,7 @@ extension AssetService {
             let download = downloadPath(entry)
             // Cancelled mid-way: the partial stays for a later resume. Failed: it goes.
             let keep = if case .cancelled = error { Self.fileSize(download) != nil } else { false }
-            let now = clock.now()
+            let now = clock.wallTime()
             do {
                 try await database.write { db in
                     try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
@@ -154,7 +157,7 @@ extension AssetService {
         // An earlier job for the same version may have committed while this one was being set up.
         if try await installedVersions(entry.id).contains(where: { $0.entry.version == entry.version }) { return }
         let entryJSON = Array(try JSONEncoder().encode(entry))
-        let now = clock.now()
+        let now = clock.wallTime()
         try await database.write { db in
             try db.execute("INSERT OR IGNORE INTO install_jobs (id, version, entry, bandwidth_limit, is_update, created) VALUES (?, ?, ?, ?, ?, ?)",
                            [.text(entry.id), .int(Int64(entry.version)), .blob(entryJSON), job.bandwidthLimit.map { .int($0) } ?? .null, .int(job.isUpdate ? 1 : 0), .double(now)])
@@ -213,7 +216,7 @@ extension AssetService {
                 try Self.moveIntoPlace(staging: staging, assets: settings.assetsDirectory, id: entry.id, version: entry.version)
             }
             placed = final
-            let committed = clock.now()
+            let committed = clock.wallTime()
             // Relative to the state directory, so the state directory can move.
             let stored = settings.storedPath(final)
             try await database.write { db in
@@ -245,7 +248,7 @@ extension AssetService {
     private func pause(at phase: InstallPhase) async throws {
         guard let (pausePhase, seconds) = settings.testPause, pausePhase == phase else { return }
         log("test pause: \(phase.rawValue) for \(seconds) s")
-        try await Task.sleep(for: .seconds(seconds))
+        try await clock.sleep(for: .seconds(seconds))
     }
 
     /// `staging` becomes `assets/<id>/<version>` by rename (same filesystem), durably.

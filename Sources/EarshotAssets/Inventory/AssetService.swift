@@ -91,8 +91,12 @@ public struct InstalledAsset: Sendable, Hashable, Codable {
 public actor AssetService {
     let settings: AssetSettings
     let database: InventoryStore
-    let clock: any WallClock
-    let downloader = Downloader()
+    /// Paces GC, download backoff and progress; dates expiry and grace periods.
+    let clock: any ServiceClock
+    let downloader: Downloader
+    /// Serialises the critical sections that span `await`: GC, install decisions and commits,
+    /// leases (``AsyncLock``).
+    let gate = AsyncLock()
     /// Merged assets of every verified catalog.
     var catalogAssets: [CatalogAsset] = []
     /// Verified catalogs by source URL.
@@ -107,12 +111,13 @@ public actor AssetService {
     let log: @Sendable (String) -> Void
 
     /// Opens the store in `settings.stateDirectory` (creating it) and loads what it knows.
-    public init(settings: AssetSettings, clock: any WallClock = SystemWallClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+    public init(settings: AssetSettings, clock: any ServiceClock = SystemServiceClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         for dir in [settings.stateDirectory, settings.cacheDirectory, settings.assetsDirectory, settings.downloadsDirectory] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
         self.settings = settings
         self.clock = clock
+        downloader = Downloader(clock: clock)
         self.log = log
         database = try InventoryStore(directory: settings.stateDirectory)
         (jobQueue, jobSubmitter) = AsyncStream.makeStream(of: InstallJob.self)
@@ -152,7 +157,7 @@ public actor AssetService {
             group.addTask { [self] in await refreshMissingCatalogs() }
             group.addTask { [self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(settings.gcInterval))
+                    try? await clock.sleep(for: .seconds(settings.gcInterval))
                     if Task.isCancelled { break }
                     do {
                         let report = try await collectGarbage(dryRun: false)
@@ -165,6 +170,19 @@ public actor AssetService {
             for await job in jobQueue {
                 group.addTask { [self] in await execute(job) }
             }
+        }
+    }
+
+    /// Runs `body` holding ``gate`` (not reentrant: `body` must not take it again).
+    func exclusively<T, E: Error>(_ body: () async throws(E) -> T) async throws(E) -> T {
+        await gate.acquire()
+        do {
+            let value = try await body()
+            await gate.release()
+            return value
+        } catch {
+            await gate.release()
+            throw error
         }
     }
 

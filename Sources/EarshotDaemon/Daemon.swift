@@ -65,7 +65,7 @@ public struct Daemon: Sendable {
         let clock = SystemServiceClock()
         let assets: AssetService
         do {
-            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, log: { logger.info("assets: \($0)") })
+            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, log: { logger.log(LogLevel(rawValue: $0.priority.rawValue) ?? .info, "assets: \($0.message)", $0.fields) })
             try await assets.start()
         } catch {
             logger.error("cannot open the asset store in \(paths.stateDirectory): \(error)")

@@ -5,6 +5,16 @@ import Foundation
 import Testing
 import TestSupport
 
+/// Log entries as the service wrote them.
+final class AssetLogRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [AssetLogEntry] = []
+
+    func record(_ entry: AssetLogEntry) { lock.withLock { entries.append(entry) } }
+    var all: [AssetLogEntry] { lock.withLock { entries } }
+    var warnings: [AssetLogEntry] { all.filter { $0.priority == .warning } }
+}
+
 /// Install progress as one waiter saw it (the sink runs on the job's thread).
 final class ProgressLog: @unchecked Sendable {
     private let lock = NSLock()
@@ -25,6 +35,8 @@ final class InventoryFixture: Sendable {
     let keys: MinisignTool.KeyPair
     /// The service's clock: GC intervals, backoff, grace periods and expiry without waiting.
     let clock = ManualClock()
+    /// What the services made by ``makeService(_:clock:)`` logged.
+    let logs = AssetLogRecorder()
 
     var keysDirectory: String { directory.file("keys") }
     var stateDirectory: String { directory.file("state") }
@@ -136,7 +148,7 @@ final class InventoryFixture: Sendable {
     /// running yet. Its clock is ``clock`` unless `clock` is given (tests of real-time transfer
     /// progress pass the system clock).
     func makeService(_ settings: AssetSettings? = nil, clock: (any ServiceClock)? = nil) async throws -> ServiceHandle {
-        let service = try AssetService(settings: settings ?? self.settings(), clock: clock ?? self.clock)
+        let service = try AssetService(settings: settings ?? self.settings(), clock: clock ?? self.clock, log: logs.record)
         try await service.start()
         let refreshed = await service.refreshCatalogs()
         #expect(refreshed.allSatisfy { $0.outcome != .failed }, "catalog refresh: \(refreshed)")

@@ -102,13 +102,13 @@ public final class Downloader: Sendable {
                     retryable = false
                 case .httpStatus(let status):
                     reason = .httpStatus(status)
-                    retryable = status >= 500 || status == 408 || status == 429
+                    retryable = reason.isTransient
                 case .stalled:
                     reason = .stalled
                     retryable = true
                 case .curl(let code, let message):
                     reason = .curl(code: code, message: message)
-                    retryable = Self.transientCurlCodes.contains(code)
+                    retryable = reason.isTransient
                 }
                 if retryable && attempts < request.options.maxAttemptsPerMirror {
                     guard await pause(request.options.backoff(afterAttempt: attempts), shouldStop: shouldStop) else {
@@ -125,15 +125,6 @@ public final class Downloader: Sendable {
         }
         return .failure(.allMirrorsFailed(failures))
     }
-
-    /// libcurl errors worth another attempt on the same mirror: name resolution, connecting,
-    /// connections that broke or timed out mid-way, TLS handshakes that were cut.
-    private static let transientCurlCodes: Set<Int> = [
-        5, 6, 7, // COULDNT_RESOLVE_PROXY, COULDNT_RESOLVE_HOST, COULDNT_CONNECT
-        16, 92, // HTTP2, HTTP2_STREAM
-        18, 28, 35, // PARTIAL_FILE, OPERATION_TIMEDOUT, SSL_CONNECT_ERROR
-        52, 55, 56, // GOT_NOTHING, SEND_ERROR, RECV_ERROR
-    ]
 
     /// Free space first: with a known size, what is left to fetch must fit.
     private static func checkSpace(_ request: DownloadRequest) -> DownloadError? {

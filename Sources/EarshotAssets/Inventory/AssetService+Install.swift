@@ -118,7 +118,9 @@ extension AssetService {
         if case .failure = result, shuttingDown {
             log("install of \(job.key) interrupted by shutdown; it resumes at the next start")
         } else if case .failure(let error) = result {
-            log("install of \(job.key) failed: \(error)")
+            log("install of \(job.key) failed: \(error)", .warning,
+                ["asset": job.entry.id, "to_version": "\(job.entry.version)", "source": job.entry.urls.first ?? "", "reason": "\(error)",
+                 "kind": job.isUpdate ? "update" : "install"])
             let entry = job.entry
             let download = downloadPath(entry)
             // Cancelled mid-way: the partial stays for a later resume. Failed: it goes.
@@ -163,8 +165,11 @@ extension AssetService {
                            [.text(entry.id), .int(Int64(entry.version)), .blob(entryJSON), job.bandwidthLimit.map { .int($0) } ?? .null, .int(job.isUpdate ? 1 : 0), .double(now)])
         }
 
-        // Download (resumes a partial file; a complete one is only re-verified).
+        // Download (resumes a partial file; a complete one is only re-verified), unless these bytes
+        // failed verification under the same catalogs, or they and the tree cannot fit.
         let download = downloadPath(entry)
+        try await refuseKnownBadDownload(entry)
+        try checkSpace(entry, download: download)
         job.publish(.downloading, bytesDone: Self.fileSize(download) ?? 0)
         try await pause(at: .downloading)
         if Self.fileSize(download) != entry.size {
@@ -185,7 +190,9 @@ extension AssetService {
         let digest = try await BlockingWork.run("earshot.verify") { try FileDigest.sha256(path: download) }
         guard Self.fileSize(download) == entry.size, digest == entry.sha256 else {
             Self.removeDownload(download)
-            throw AssetError.verificationFailed("\(entry.id)@\(entry.version): downloaded file does not match the catalog's size and SHA-256 (got \(digest))")
+            let reason = "downloaded file does not match the catalog's size and SHA-256 (got \(digest))"
+            try await recordBadDownload(entry, reason: reason)
+            throw AssetError.verificationFailed("\(entry.id)@\(entry.version): \(reason)")
         }
         try checkCancelled(job)
 
@@ -238,6 +245,59 @@ extension AssetService {
             throw failure
         }
         Self.removeDownload(download)
+    }
+
+    /// Room needed beyond the declared sizes (filesystem metadata, the database, logs).
+    static let spaceMargin: Int64 = 16 << 20
+
+    /// Refuses before the first byte when what is left to download, the installed tree and
+    /// ``spaceMargin`` do not fit (both on one filesystem when cache and state share it).
+    func checkSpace(_ entry: CatalogAsset, download: String) throws(AssetError) {
+        let remaining = max(0, entry.size - (Self.fileSize(download) ?? 0))
+        let (cache, state) = (settings.cacheDirectory, settings.stateDirectory)
+        let needs: [(path: String, bytes: Int64)] = Self.sameFilesystem(cache, state)
+            ? [(state, remaining + entry.installedSize + Self.spaceMargin)]
+            : [(cache, remaining + Self.spaceMargin), (state, entry.installedSize + Self.spaceMargin)]
+        for need in needs {
+            let available = Self.availableBytes(need.path)
+            guard available >= need.bytes else { throw .insufficientStorage(needed: need.bytes, available: available, path: need.path) }
+        }
+    }
+
+    static func sameFilesystem(_ a: String, _ b: String) -> Bool {
+        var (sa, sb) = (stat(), stat())
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev
+    }
+
+    /// The configured catalogs' versions, as `failed_downloads` records them.
+    var catalogFingerprint: String {
+        settings.catalogURLs.map { "\($0)=\(catalogs[$0]?.catalog.version ?? 0)" }.joined(separator: " ")
+    }
+
+    /// Remembers that `entry`'s download failed verification under the current catalogs.
+    func recordBadDownload(_ entry: CatalogAsset, reason: String) async throws {
+        let (fingerprint, now) = (catalogFingerprint, clock.wallTime())
+        try await database.write { db in
+            try db.execute("INSERT OR REPLACE INTO failed_downloads (sha256, id, version, catalogs, reason, since) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.text(entry.sha256), .text(entry.id), .int(Int64(entry.version)), .text(fingerprint), .text(reason), .double(now)])
+        }
+    }
+
+    /// A download that failed verification is not fetched again until the catalogs change
+    /// (a new version of any source); then its record goes and it is tried once more.
+    func refuseKnownBadDownload(_ entry: CatalogAsset) async throws {
+        let fingerprint = catalogFingerprint
+        let known = try await database.write { db -> (reason: String, since: Double)? in
+            guard let row = try db.execute("SELECT catalogs, reason, since FROM failed_downloads WHERE sha256 = ?", [.text(entry.sha256)]).first else { return nil }
+            guard row[0].text == fingerprint else {
+                try db.execute("DELETE FROM failed_downloads WHERE sha256 = ?", [.text(entry.sha256)])
+                return nil
+            }
+            return (row[1].text ?? "", row[2].double ?? 0)
+        }
+        if let known {
+            throw AssetError.verificationFailed("\(entry.id)@\(entry.version): not downloaded again: its bytes failed verification under these catalogs (\(known.reason)); publish a corrected catalog")
+        }
     }
 
     private func checkCancelled(_ job: InstallJob) throws(AssetError) {

@@ -108,17 +108,17 @@ public actor AssetService {
     var shuttingDown = false
     let jobQueue: AsyncStream<InstallJob>
     let jobSubmitter: AsyncStream<InstallJob>.Continuation
-    let log: @Sendable (String) -> Void
+    let logSink: @Sendable (AssetLogEntry) -> Void
 
     /// Opens the store in `settings.stateDirectory` (creating it) and loads what it knows.
-    public init(settings: AssetSettings, clock: any ServiceClock = SystemServiceClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+    public init(settings: AssetSettings, clock: any ServiceClock = SystemServiceClock(), log: @escaping @Sendable (AssetLogEntry) -> Void = { _ in }) throws {
         for dir in [settings.stateDirectory, settings.cacheDirectory, settings.assetsDirectory, settings.downloadsDirectory] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
         self.settings = settings
         self.clock = clock
         downloader = Downloader(clock: clock)
-        self.log = log
+        logSink = log
         database = try InventoryStore(directory: settings.stateDirectory)
         (jobQueue, jobSubmitter) = AsyncStream.makeStream(of: InstallJob.self)
     }
@@ -148,7 +148,9 @@ public actor AssetService {
     /// Fetches configured catalog sources for which nothing is stored yet (first start, new source).
     func refreshMissingCatalogs() async {
         guard settings.catalogURLs.contains(where: { catalogs[$0] == nil }) else { return }
-        for result in await refreshCatalogs() { log("catalog \(result.url): \(result.outcome.rawValue)\(result.message.map { " (\($0))" } ?? "")") }
+        for result in await refreshCatalogs() where result.outcome != .failed && result.outcome != .unreachable {
+            log("catalog \(result.url): \(result.outcome.rawValue)")
+        }
     }
 
     /// Fetches missing catalogs, then runs install jobs and periodic GC until cancelled.
@@ -171,6 +173,11 @@ public actor AssetService {
                 group.addTask { [self] in await execute(job) }
             }
         }
+    }
+
+    /// Logs `message` at `priority` with structured journal `fields`.
+    nonisolated func log(_ message: String, _ priority: AssetLogEntry.Priority = .info, _ fields: [String: String] = [:]) {
+        logSink(AssetLogEntry(priority, message, fields: fields))
     }
 
     /// Runs `body` holding ``gate`` (not reentrant: `body` must not take it again).

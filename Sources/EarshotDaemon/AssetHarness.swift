@@ -93,11 +93,8 @@ struct AssetHarness: Sendable {
             try requireAdmin(context, "update assets")
             let report = await assets.update(dryRun: request.dryRun, requestedBy: "uid \(context.peer.uid)")
             let sources = report.catalogs.map { CatalogSourceInfo(url: $0.url, version: $0.version, keyId: nil, outcome: $0.outcome.rawValue, message: $0.message) }
-            let planned = report.planned.map {
-                UpdatePlanInfo(asset: $0.asset, fromVersion: $0.fromVersion, toVersion: $0.toVersion, downloadBytes: $0.downloadBytes, spaceNeeded: $0.spaceNeeded, frees: $0.frees)
-            }
             return try Frame(UpdateReply(id: request.id, catalogs: sources, updated: report.updated, failed: report.failed, deferred: report.deferred,
-                                         changed: report.changed, dryRun: report.dryRun, planned: planned))
+                                         changed: report.changed, dryRun: report.dryRun, planned: report.planned))
         default:
             return nil
         }

@@ -38,7 +38,7 @@ struct InventoryUpdateTrustTests {
             let dry = await service.update(dryRun: true, requestedBy: "test")
             #expect(dry.dryRun && dry.changed)
             #expect(dry.catalogs.map(\.outcome) == [.updated] && dry.catalogs.first?.version == 2)
-            #expect(dry.planned == [UpdatePlanItem(asset: "tx-en", fromVersion: 1, toVersion: 2, downloadBytes: v2.size,
+            #expect(dry.planned == [UpdatePlanInfo(asset: "tx-en", fromVersion: 1, toVersion: 2, downloadBytes: v2.size,
                                                    spaceNeeded: v2.size + v2.installedSize, frees: v1.bytes)])
             #expect(dry.updated.isEmpty && dry.failed.isEmpty)
 

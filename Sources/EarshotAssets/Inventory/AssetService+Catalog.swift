@@ -27,25 +27,12 @@ public struct CatalogRefreshResult: Sendable, Codable, Hashable {
     public var message: String?
 }
 
-/// One asset an update installs (or, on a dry run, would install).
-public struct UpdatePlanItem: Sendable, Codable, Hashable {
-    public var asset: String
-    public var fromVersion: Int
-    public var toVersion: Int
-    /// Bytes still to download (a partial download counts as fetched).
-    public var downloadBytes: Int64
-    /// Space the new version needs: what is left to download plus its installed size.
-    public var spaceNeeded: Int64
-    /// Bytes GC frees once the old version is retired (nothing while a session holds it).
-    public var frees: Int64
-}
-
 /// What `update` did (or, on a dry run, would do).
 public struct UpdateReport: Sendable, Codable, Hashable {
     public var dryRun: Bool
     public var catalogs: [CatalogRefreshResult]
     /// Every asset with a newer catalog version, with what it takes.
-    public var planned: [UpdatePlanItem]
+    public var planned: [UpdatePlanInfo]
     /// `id@old→new` for each asset updated.
     public var updated: [String]
     /// Failures an admin must look at (verification, disk, a download refused for a known-bad hash).
@@ -186,13 +173,13 @@ extension AssetService {
 
     /// For each current installed asset with a newer version in `assets`: the newest, and what
     /// installing it takes.
-    func updatePlan(_ assets: [CatalogAsset]) async throws -> [(entry: CatalogAsset, item: UpdatePlanItem)] {
+    func updatePlan(_ assets: [CatalogAsset]) async throws -> [(entry: CatalogAsset, item: UpdatePlanInfo)] {
         let installed = try await installedAssets()
         return installed.filter(\.current).compactMap { current in
             guard let newer = assets.filter({ $0.id == current.entry.id && $0.version > current.entry.version }).max(by: { $0.version < $1.version }) else { return nil }
             let download = max(0, newer.size - (Self.fileSize(downloadPath(newer)) ?? 0))
             let frees = leases[current.key] == nil ? current.bytes : 0
-            return (newer, UpdatePlanItem(asset: newer.id, fromVersion: current.entry.version, toVersion: newer.version,
+            return (newer, UpdatePlanInfo(asset: newer.id, fromVersion: current.entry.version, toVersion: newer.version,
                                           downloadBytes: download, spaceNeeded: download + newer.installedSize, frees: frees))
         }
     }

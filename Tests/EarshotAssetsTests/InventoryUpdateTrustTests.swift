@@ -133,4 +133,29 @@ struct InventoryUpdateTrustTests {
             #expect(third.updated == ["tx-en@1→2"] && third.failed.isEmpty, "\(third)")
         }
     }
+
+    /// Issue 9, defect 9: a dictation asset whose engine needs a detector the catalog does not
+    /// list reported "supported" and installed, then failed at transcribe time.
+    @Test("a module whose detector dependency no catalog lists is unsupported, with the reason")
+    func missingDependencyIsUnsupportedAtStatusTime() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        let assets = try await fixture.standardAssets()
+        var dictation = try #require(assets.first { $0.id == "dict-fr" })
+        dictation.engine = "pocketsphinx"
+        try await fixture.publish(version: 1, [dictation])
+        try await fixture.withService { handle async throws in
+            let service = handle.service
+            #expect(try await service.status(of: [Modules.dictation("fr")]).1 == [.unsupported])
+            let error = await #expect(throws: AssetError.self) { try await service.install([Modules.dictation("fr")], for: appA) { _ in } }
+            #expect(error?.description.contains("needs a voice activity detector asset, and no catalog lists one") == true, "\(String(describing: error))")
+            #expect(try await service.installedAssets().isEmpty, "nothing installed that could never run")
+            #expect(try await service.reservations(of: appA).isEmpty)
+        }
+        // With the detector listed, the same module is supported and installs both.
+        try await fixture.publish(version: 2, [dictation, try #require(assets.first { $0.id == "vad" })])
+        try await fixture.withService { handle async throws in
+            #expect(try await handle.service.status(of: [Modules.dictation("fr")]).1 == [.supported])
+        }
+    }
 }

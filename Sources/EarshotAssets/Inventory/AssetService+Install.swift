@@ -247,17 +247,18 @@ extension AssetService {
         Self.removeDownload(download)
     }
 
-    /// Room needed beyond the declared sizes (filesystem metadata, the database, logs).
-    static let spaceMargin: Int64 = 16 << 20
+    /// Room needed beyond `bytes` of declared sizes (filesystem metadata, the database, logs):
+    /// 1/64 of them plus 64 KiB.
+    static func spaceMargin(_ bytes: Int64) -> Int64 { bytes / 64 + (64 << 10) }
 
-    /// Refuses before the first byte when what is left to download, the installed tree and
-    /// ``spaceMargin`` do not fit (both on one filesystem when cache and state share it).
+    /// Refuses before the first byte when what is left to download, the installed tree and a
+    /// ``spaceMargin(_:)`` do not fit (both on one filesystem when cache and state share it).
     func checkSpace(_ entry: CatalogAsset, download: String) throws(AssetError) {
         let remaining = max(0, entry.size - (Self.fileSize(download) ?? 0))
         let (cache, state) = (settings.cacheDirectory, settings.stateDirectory)
         let needs: [(path: String, bytes: Int64)] = Self.sameFilesystem(cache, state)
-            ? [(state, remaining + entry.installedSize + Self.spaceMargin)]
-            : [(cache, remaining + Self.spaceMargin), (state, entry.installedSize + Self.spaceMargin)]
+            ? [(state, remaining + entry.installedSize + Self.spaceMargin(remaining + entry.installedSize))]
+            : [(cache, remaining + Self.spaceMargin(remaining)), (state, entry.installedSize + Self.spaceMargin(entry.installedSize))]
         for need in needs {
             let available = Self.availableBytes(need.path)
             guard available >= need.bytes else { throw .insufficientStorage(needed: need.bytes, available: available, path: need.path) }

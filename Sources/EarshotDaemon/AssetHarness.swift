@@ -83,6 +83,11 @@ struct AssetHarness: Sendable {
             let request = try frame.decode(CancelInstallRequest.self)
             try requireAdmin(context, "cancel installs")
             return try Frame(CancelInstallReply(id: request.id, cancelled: await assets.cancelInstall(request.asset)))
+        case RollbackRequest.eventType:
+            let request = try frame.decode(RollbackRequest.self)
+            try requireAdmin(context, "roll back assets")
+            let (from, to) = try await assets.rollback(request.asset, requestedBy: "uid \(context.peer.uid)")
+            return try Frame(RollbackReply(id: request.id, asset: request.asset, fromVersion: from, toVersion: to))
         case GCRequest.eventType:
             let request = try frame.decode(GCRequest.self)
             try requireAdmin(context, "run garbage collection")

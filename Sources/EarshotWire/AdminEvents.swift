@@ -156,6 +156,33 @@ public struct CancelInstallReply: WireEvent, Hashable {
     }
 }
 
+/// `earshot.rollback`: make the kept previous version of `asset` current again (admin).
+public struct RollbackRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.rollback"
+    public var id: String?
+    public var asset: String
+    public init(id: String? = nil, asset: String) {
+        self.id = id
+        self.asset = asset
+    }
+}
+
+/// `earshot.rollback.result`: the versions switched between.
+public struct RollbackReply: WireEvent, Hashable {
+    public static let eventType = "earshot.rollback.result"
+    public var id: String?
+    public var asset: String
+    public var fromVersion: Int
+    public var toVersion: Int
+    public init(id: String?, asset: String, fromVersion: Int, toVersion: Int) {
+        self.id = id
+        self.asset = asset
+        self.fromVersion = fromVersion
+        self.toVersion = toVersion
+    }
+    enum CodingKeys: String, CodingKey { case id, asset, fromVersion = "from_version", toVersion = "to_version" }
+}
+
 /// `earshot.gc`: run garbage collection now (admin).
 public struct GCRequest: WireEvent, Hashable {
     public static let eventType = "earshot.gc"

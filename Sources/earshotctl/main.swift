@@ -20,6 +20,8 @@ let usage = """
       install --locale L [--module KIND] [--preset NAME]
                                                install what a module needs (exit 2: already installed)
       cancel ASSET                             stop an asset's install; the partial download is kept
+      rollback ASSET                           make the version the last update replaced current again (kept for
+                                               [Assets] KeepPreviousForSec); later updates install only newer ones
       gc [--dry-run]                           garbage-collect now; report what is (or would be) freed
       update [--dry-run]                       refresh catalogs and update installed assets (--dry-run: fetch and
                                                verify catalogs, list each asset from → to, bytes to fetch, space
@@ -41,7 +43,7 @@ let json = arguments.has("json")
 let subcommand = arguments.positional.count > 1 ? arguments.positional[1] : nil
 /// The options each command takes besides `--socket` and `--json`.
 let commandOptions: [String: Set<String>] = [
-    "status": [], "config": [], "assets": [], "stats": [], "cancel": [],
+    "status": [], "config": [], "assets": [], "stats": [], "cancel": [], "rollback": [],
     "catalog": ["id", "kind", "engine", "locale", "license", "format", "role", "version", "catalog"],
     "reservations": ["all"], "release": ["locale", "uid", "app"], "install": ["locale", "module", "preset"],
     "gc": ["dry-run"], "update": ["dry-run"],
@@ -110,6 +112,10 @@ do {
         let reply = try await connection.request(CancelInstallRequest(asset: asset), expecting: CancelInstallReply.self)
         if json { Output.json(reply) } else { print(reply.cancelled ? "cancelled the install of \(asset)" : "no install of \(asset) is running") }
         code = reply.cancelled ? .success : .nothingToDo
+    case "rollback":
+        guard let asset = subcommand else { invocation.unknownCommand(program: "earshotctl", usage: usage) }
+        let reply = try await connection.request(RollbackRequest(asset: asset), expecting: RollbackReply.self)
+        if json { Output.json(reply) } else { print("rolled back \(reply.asset) \(reply.fromVersion) → \(reply.toVersion)") }
     case "gc":
         let reply = try await connection.request(GCRequest(dryRun: arguments.has("dry-run")), expecting: GCReply.self)
         if json {

@@ -158,4 +158,41 @@ struct InventoryUpdateTrustTests {
             #expect(try await handle.service.status(of: [Modules.dictation("fr")]).1 == [.supported])
         }
     }
+
+    /// Issue 9, defect 6: the previous version was deleted as soon as nothing used it.
+    @Test("the replaced version is kept for KeepPreviousFor; rollback switches back; the window then ends")
+    func rollbackWindowKeepsThePreviousVersion() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        let server = try await NginxServer.start()
+        _ = try await publish(fixture, server: server, catalogVersion: 1, assetVersion: 1, seed: 55)
+        var settings = fixture.settings()
+        settings.keepPreviousFor = 100
+        try await fixture.withService(settings) { handle async throws in
+            let service = handle.service
+            let english = Modules.transcriber("en-US")
+            _ = try await service.install([english], for: appA) { _ in }
+            let refused = await #expect(throws: AssetError.self) { try await service.rollback("tx-en", requestedBy: "test") }
+            #expect(refused?.caseName == "notFound")
+            _ = try await publish(fixture, server: server, catalogVersion: 2, assetVersion: 2, seed: 56)
+            #expect(await service.update(requestedBy: "test").updated == ["tx-en@1→2"])
+            #expect(try await service.installedAssets().map { "\($0.key) current=\($0.current)" } == ["tx-en@1 current=false", "tx-en@2 current=true"])
+
+            fixture.clock.advance(50)
+            #expect(try await service.collectGarbage(dryRun: false).removed.isEmpty, "inside the window")
+            let (from, to) = try await service.rollback("tx-en", requestedBy: "uid 0")
+            #expect(from == 2 && to == 1)
+            let lease = try await service.lease(english)
+            #expect(lease.key == "tx-en@1" && fixture.exists(lease.path + "/encoder.onnx"))
+            await service.endLease(lease)
+            #expect(await service.update(requestedBy: "test").planned.isEmpty, "the version rolled back from is not installed again")
+            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "rolled back tx-en 2 → 1 (requested by uid 0)" })
+
+            fixture.clock.advance(99)
+            #expect(try await service.collectGarbage(dryRun: false).removed.isEmpty)
+            fixture.clock.advance(1)
+            #expect(try await service.collectGarbage(dryRun: false).removed.map(\.asset) == ["tx-en@2"], "the window is over")
+            #expect(try await service.installedAssets().map(\.key) == ["tx-en@1"])
+        }
+    }
 }

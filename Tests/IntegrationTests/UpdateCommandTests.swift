@@ -49,6 +49,16 @@ import TestSupport
             let idle = try await ctl(["update"], daemon)
             #expect(idle.status == 2 && idle.stdout.contains("nothing to update"))
 
+            // Rollback restores v1 and its files; the next update does not reinstall v2 (issue 9, 6).
+            #expect(fixture.installedVersionDirectories("asr-en") == ["1", "2"], "v1 is kept for the rollback window")
+            let rollback = try await ctl(["rollback", "asr-en"], daemon)
+            #expect(rollback.status == 0 && rollback.stdout.contains("rolled back asr-en 2 → 1"), "\(rollback.stdout)\(rollback.stderr)")
+            let afterRollback = try await admin.call(AssetsRequest(id: "a")).decode(AssetsReply.self)
+            let current = afterRollback.assets.first { $0.current }
+            let restored = try #require(current)
+            #expect(restored.version == 1 && fixture.contentProblems(v1, at: restored.path).isEmpty)
+            #expect(try await ctl(["update"], daemon).status == 2, "the rolled-back v2 is not installed again")
+
             // A bad hash: 1 (needs an admin), and the same bytes are not fetched again (defect 7).
             var v3 = try await fixture.build(.random("asr-en", version: 3, locales: ["en-US"], bytes: 256 << 10, seed: 62))
             v3.sha256 = String(repeating: "f", count: 64)
@@ -61,7 +71,7 @@ import TestSupport
             #expect(badAgain.stderr.contains("not downloaded again"), "\(badAgain.stderr)")
             #expect(fixture.server.accessLog().filter { $0.path == v3.serverPath }.count == 1, "no second download of the same bytes")
             #expect(daemon.child.stderr.contains("earshotd[warning]: assets: install of asr-en@3 failed"))
-            #expect(fixture.installedVersionDirectories("asr-en") == ["2"])
+            #expect(fixture.installedVersionDirectories("asr-en") == ["1", "2"])
         }
     }
 

@@ -172,11 +172,13 @@ extension AssetService {
     }
 
     /// For each current installed asset with a newer version in `assets`: the newest, and what
-    /// installing it takes.
+    /// installing it takes. A version still installed but not current was rolled back from: it is
+    /// not installed again (a newer one is).
     func updatePlan(_ assets: [CatalogAsset]) async throws -> [(entry: CatalogAsset, item: UpdatePlanInfo)] {
         let installed = try await installedAssets()
         return installed.filter(\.current).compactMap { current in
-            guard let newer = assets.filter({ $0.id == current.entry.id && $0.version > current.entry.version }).max(by: { $0.version < $1.version }) else { return nil }
+            guard let newer = assets.filter({ $0.id == current.entry.id && $0.version > current.entry.version }).max(by: { $0.version < $1.version }),
+                  !installed.contains(where: { $0.key == "\(newer.id)@\(newer.version)" }) else { return nil }
             let download = max(0, newer.size - (Self.fileSize(downloadPath(newer)) ?? 0))
             let frees = leases[current.key] == nil ? current.bytes : 0
             return (newer, UpdatePlanInfo(asset: newer.id, fromVersion: current.entry.version, toVersion: newer.version,

@@ -231,7 +231,9 @@ extension AssetService {
                     INSERT OR REPLACE INTO installed_assets (id, version, path, bytes, entry, current, installed_at, last_used, unneeded_since)
                     VALUES (?, ?, ?, ?, ?, 1, ?, ?, NULL)
                     """, [.text(entry.id), .int(Int64(entry.version)), .text(stored), .int(result.bytes), .blob(entryJSON), .double(committed), .double(committed)])
-                try db.execute("UPDATE installed_assets SET current = 0 WHERE id = ? AND version != ?", [.text(entry.id), .int(Int64(entry.version))])
+                // Superseded since now: the rollback window counts from here.
+                try db.execute("UPDATE installed_assets SET current = 0, unneeded_since = coalesce(unneeded_since, ?) WHERE id = ? AND version != ?",
+                               [.double(committed), .text(entry.id), .int(Int64(entry.version))])
                 try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
                 try db.execute("DELETE FROM resumable_downloads WHERE sha256 = ?", [.text(entry.sha256)])
             }

@@ -59,7 +59,8 @@ extension AssetService {
         guard remaining <= 0 else { return }
         await exclusively {
             guard let installed = try? await installedVersions(lease.entry.id),
-                  let version = installed.first(where: { $0.entry.version == lease.entry.version }), !version.current else { return }
+                  let version = installed.first(where: { $0.entry.version == lease.entry.version }),
+                  isRetired(version, among: installed, now: clock.wallTime()) else { return }
             try? await remove([version])
         }
     }
@@ -209,7 +210,7 @@ extension AssetService {
             for asset in installed {
                 let isLeased = leased.contains(asset.key)
                 if !asset.current {
-                    if !isLeased { removals.append((asset, "superseded")) }
+                    if !isLeased && isRetired(asset, among: installed, now: now) { removals.append((asset, "superseded")) }
                 } else if isLeased || Self.isNeeded(asset.entry, by: live) {
                     needed.append(asset)
                 } else if let since = asset.unneededSince, now - since >= settings.gcGracePeriod {
@@ -252,6 +253,38 @@ extension AssetService {
             if !expired.isEmpty { try await cancelUnneededJobs() }
             report.removed += try await sweepDownloads(dryRun: false)
             return report
+        }
+    }
+
+    /// Whether superseded `asset` may go: it is not the newest previous version of its asset
+    /// (the rollback target), or its rollback window (``AssetSettings/keepPreviousFor``) is over.
+    func isRetired(_ asset: InstalledAsset, among installed: [InstalledAsset], now: Double) -> Bool {
+        guard !asset.current else { return false }
+        let previous = installed.filter { $0.entry.id == asset.entry.id && !$0.current }.max { $0.entry.version < $1.entry.version }
+        guard previous?.key == asset.key, settings.keepPreviousFor > 0 else { return true }
+        return now - (asset.unneededSince ?? 0) >= settings.keepPreviousFor
+    }
+
+    /// Makes the kept previous version of `assetID` current again, atomically (new sessions get
+    /// it; open ones keep theirs); the version it replaces is kept in its place for the window.
+    /// Returns `(from, to)`. `notFound` when no previous version is kept.
+    public func rollback(_ assetID: String, requestedBy: String) async throws -> (from: Int, to: Int) {
+        try await exclusively { () async throws -> (from: Int, to: Int) in
+            let installed = try await installedVersions(assetID)
+            guard let current = installed.first(where: \.current),
+                  let previous = installed.filter({ !$0.current && $0.entry.version < current.entry.version }).first else {
+                throw AssetError.notFound("a previous version of \(assetID) to roll back to (kept for [Assets] KeepPreviousForSec after an update)")
+            }
+            let now = clock.wallTime()
+            try await database.write { db in
+                try db.execute("UPDATE installed_assets SET current = 1, unneeded_since = NULL, last_used = ? WHERE id = ? AND version = ?",
+                               [.double(now), .text(assetID), .int(Int64(previous.entry.version))])
+                try db.execute("UPDATE installed_assets SET current = 0, unneeded_since = ? WHERE id = ? AND version = ?",
+                               [.double(now), .text(assetID), .int(Int64(current.entry.version))])
+            }
+            log("rolled back \(assetID) \(current.entry.version) → \(previous.entry.version) (requested by \(requestedBy))", .notice,
+                ["asset": assetID, "from_version": "\(current.entry.version)", "to_version": "\(previous.entry.version)", "requested_by": requestedBy])
+            return (current.entry.version, previous.entry.version)
         }
     }
 

@@ -25,6 +25,9 @@ public struct AssetSettings: Sendable {
     public var maxStoreSize: Int64
     /// Seconds between automatic GC runs.
     public var gcInterval: Double
+    /// Seconds the version an update replaced is kept for ``AssetService/rollback(_:requestedBy:)``
+    /// (the store budget may remove it sooner); 0: retired once no lease holds it.
+    public var keepPreviousFor: Double = 0
     public var download: DownloadOptions
     /// Bandwidth cap for unattended updates (bytes/s), if any.
     public var updateBandwidthLimit: Int64?

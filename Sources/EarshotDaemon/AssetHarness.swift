@@ -70,13 +70,16 @@ struct AssetHarness: Sendable {
                 refreshed = await assets.refreshCatalogs()
             }
             let summary = await assets.catalogSummary()
-            let installed = Set(try await assets.installedAssets().map(\.key))
+            let installedAssets = try await assets.installedAssets()
+            let installed = Set(installedAssets.map(\.key))
+            let currentVersions = Dictionary(installedAssets.filter(\.current).map { ($0.entry.id, $0.entry.version) }, uniquingKeysWith: max)
             let sources = summary.sources.map { source in
                 let result = refreshed.first { $0.url == source.url }
                 return CatalogSourceInfo(url: source.url, version: source.version, keyId: source.keyID, outcome: result?.outcome.rawValue, message: result?.message)
             }
             let list = summary.assets.map {
-                CatalogAssetInfo(id: $0.id, version: $0.version, kind: $0.kind, engine: $0.engine, locales: $0.locales, size: $0.size, license: $0.license, installed: installed.contains("\($0.id)@\($0.version)"))
+                CatalogAssetInfo(id: $0.id, version: $0.version, kind: $0.kind, engine: $0.engine, locales: $0.locales, size: $0.size, license: $0.license, installed: installed.contains("\($0.id)@\($0.version)"),
+                                 installedVersion: currentVersions[$0.id])
             }
             return try Frame(CatalogReply(id: request.id, sources: sources, assets: list))
         case CancelInstallRequest.eventType:

@@ -108,8 +108,13 @@ public struct CatalogAssetInfo: Codable, Sendable, Hashable {
     public var locales: [String]
     public var size: Int64
     public var license: String
+    /// Whether this version is installed.
     public var installed: Bool
-    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], size: Int64, license: String, installed: Bool) {
+    /// The current installed version of this asset, when one is (older while an update is due).
+    public var installedVersion: Int?
+    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], size: Int64, license: String, installed: Bool,
+                installedVersion: Int? = nil) {
+        self.installedVersion = installedVersion
         self.id = id
         self.version = version
         self.kind = kind
@@ -119,6 +124,7 @@ public struct CatalogAssetInfo: Codable, Sendable, Hashable {
         self.license = license
         self.installed = installed
     }
+    enum CodingKeys: String, CodingKey { case id, version, kind, engine, locales, size, license, installed, installedVersion = "installed_version" }
 }
 
 /// `earshot.catalog.result`.

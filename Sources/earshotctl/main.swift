@@ -33,6 +33,12 @@ let usage = """
       warning says why and the next run tries again)
     """
 
+/// `yes`, `no`, or the older version installed (an update is due).
+func installedColumn(_ asset: CatalogAssetInfo) -> String {
+    if asset.installed { return "yes" }
+    return asset.installedVersion.map { "version \($0) (older)" } ?? "no"
+}
+
 let invocation = CommandInvocation.parse(
     program: "earshotctl", usage: usage,
     valued: ["socket", "locale", "module", "preset", "uid", "app", "id", "kind", "engine", "license", "format", "role", "version", "catalog"],
@@ -82,7 +88,7 @@ do {
             Output.table(["SOURCE", "VERSION", "KEY", "REFRESH"], reply.sources.map { [$0.url, $0.version.map(String.init) ?? "-", $0.keyId ?? "-", [$0.outcome, $0.message].compactMap { $0 }.joined(separator: ": ")] })
             print("")
             Output.table(["ASSET", "VERSION", "KIND", "ENGINE", "LOCALES", "SIZE", "INSTALLED"],
-                         reply.assets.map { [$0.id, "\($0.version)", $0.kind.rawValue, $0.engine, $0.locales.joined(separator: ","), ProgressDisplay.bytes($0.size), $0.installed ? "yes" : "no"] })
+                         reply.assets.map { [$0.id, "\($0.version)", $0.kind.rawValue, $0.engine, $0.locales.joined(separator: ","), ProgressDisplay.bytes($0.size), installedColumn($0)] })
         }
         if reply.sources.contains(where: { $0.outcome == "failed" }) { code = .failure }
     case "assets":

@@ -72,6 +72,11 @@ import TestSupport
             #expect(fixture.server.accessLog().filter { $0.path == v3.serverPath }.count == 1, "no second download of the same bytes")
             #expect(daemon.child.stderr.contains("earshotd[warning]: assets: install of asr-en@3 failed"))
             #expect(fixture.installedVersionDirectories("asr-en") == ["1", "2"])
+
+            // The catalog listing says which older version is installed (issue 9, 10).
+            let listing = try await admin.call(CatalogRequest(id: "c2")).decode(CatalogReply.self)
+            #expect(listing.assets.map { "\($0.id)@\($0.version) installed=\($0.installed) current=\($0.installedVersion ?? 0)" } == ["asr-en@3 installed=false current=1"])
+            #expect(try await ctl(["catalog"], daemon).stdout.contains("version 1 (older)"))
         }
     }
 

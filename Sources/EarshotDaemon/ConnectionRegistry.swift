@@ -31,6 +31,8 @@ actor ConnectionRegistry {
     private var nextID = 1
     private(set) var total = 0
     private(set) var shuttingDown = false
+    /// During shutdown: connections kept open while their sessions are being finished.
+    private var keepOpen: @Sendable (Int) -> Bool = { _ in false }
 
     /// Open non-admin connections, in total and per uid.
     private var nonAdmin = 0
@@ -42,7 +44,7 @@ actor ConnectionRegistry {
     /// slot taken, the non-admin slots taken, or this uid's cap reached; admins may use the
     /// reserved slots and have no per-uid cap).
     func add(_ channel: FrameChannel, peer: PeerCredentials, admin: Bool, limits: ConnectionLimits) -> Result<Int, WireError> {
-        if shuttingDown { return .failure(WireError(.shuttingDown, "earshotd is shutting down")) }
+        if shuttingDown { return .failure(.daemonShuttingDown) }
         if entries.count >= limits.maxConnections {
             return .failure(WireError(.insufficientResources, "too many connections (limit \(limits.maxConnections))"))
         }
@@ -86,13 +88,21 @@ actor ConnectionRegistry {
         guard var entry = entries[id] else { return }
         entry.inFlight -= 1
         entries[id] = entry
-        if shuttingDown, entry.inFlight == 0 { entry.channel.closeAfterFlush() }
+        if shuttingDown, entry.inFlight == 0, !keepOpen(id) { entry.channel.closeAfterFlush() }
     }
 
-    /// Stops taking requests: idle connections are closed now, busy ones after their requests.
-    func beginShutdown() {
+    /// Stops taking connections and requests: idle connections are closed now, busy ones after
+    /// their requests; those `keepOpen` names (sessions being finished) stay until ``closeIdle()``.
+    func beginShutdown(keepOpen: @escaping @Sendable (Int) -> Bool) {
         shuttingDown = true
-        for entry in entries.values where entry.inFlight == 0 { entry.channel.closeAfterFlush() }
+        self.keepOpen = keepOpen
+        closeIdle()
+    }
+
+    /// Closes (after flushing) every connection with no request in flight that `keepOpen` no
+    /// longer holds.
+    func closeIdle() {
+        for (id, entry) in entries where entry.inFlight == 0 && !keepOpen(id) { entry.channel.closeAfterFlush() }
     }
 
     /// Closes every connection now (shutdown deadline passed).

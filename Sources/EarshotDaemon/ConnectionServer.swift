@@ -33,24 +33,24 @@ struct ConnectionServer: Sendable {
         }
         let fields = ["connection": "\(id)", "peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"]
         logger.debug("connection opened", fields)
-        let state = ConnectionState(owner: id, channel: channel)
-        channel.setBusyCheck { state.isBusy }
+        let state = ConnectionState(channel: channel)
         var context = RequestContext(connectionID: id, peer: connection.peer, admin: connection.admin, state: state)
+        // Weak: the channel's check must not keep the state (and its Wyoming job) alive after the connection.
+        channel.setBusyCheck { [weak state] in state.map { harness.isBusy(id, state: $0) } ?? false }
         let progress: @Sendable (Frame) -> Void = { channel.post($0) }
         do {
             try await withThrowingDiscardingTaskGroup { group in
-                // Sessions that finished give back what they held.
-                group.addTask {
-                    for await session in state.finishedSessions { await harness.speech.cleanUp(session, state: state) }
-                }
-                defer { state.endCleanups() }
                 for try await frame in channel.frames {
                     state.requestStarted()
                     guard await registry.beginRequest(id) else {
                         state.requestEnded()
-                        break
+                        // Shutting down: while the connection's sessions are being finished it
+                        // stays open for their final results, and what it sends is refused.
+                        guard harness.hasSessions(id) else { break }
+                        if let request = frame.requestID { channel.post(DaemonHarness.errorFrame(WireError.daemonShuttingDown, id: request)) }
+                        continue
                     }
-                    if DaemonHarness.isLongRunning(frame.type) {
+                    if harness.isLongRunning(frame.type) {
                         // Downloads may take minutes: serve them beside the connection's other requests.
                         var snapshot = context
                         group.addTask {
@@ -74,7 +74,7 @@ struct ConnectionServer: Sendable {
             logger.info("connection ended: \(error)", fields)
             channel.close()
         }
-        await harness.speech.connectionClosed(state)
+        await harness.connectionClosed(context)
         await registry.remove(id)
         logger.debug("connection closed", fields)
     }

@@ -94,8 +94,9 @@ public struct Daemon: Sendable {
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")), clock: clock)
         let errors = ErrorMap(logger: logger)
+        let coordinator = AnalysisCoordinator(speech: speech, assets: assets)
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
-                                    speech: SpeechHarness(speech: speech, assets: assets, errors: errors), errors: errors)
+                                    speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors), errors: errors)
         let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
         let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec"),
                                                   frameTimeout: config.seconds("Limits.HandshakeTimeoutSec"), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
@@ -124,6 +125,10 @@ public struct Daemon: Sendable {
                 return .assetsStopped
             }
             group.addTask {
+                await coordinator.run()
+                return .coordinatorStopped
+            }
+            group.addTask {
                 await speech.runEvictor() // lingering models unload when their time is up
                 return .assetsStopped
             }
@@ -145,12 +150,17 @@ public struct Daemon: Sendable {
             phases: while let phase = await group.next() {
                 switch phase {
                 case .signal(let number):
-                    logger.notice("received signal \(number), shutting down (in-flight requests get \(shutdownTimeout) s)")
+                    logger.notice("received signal \(number), shutting down (sessions and in-flight requests get \(shutdownTimeout) s)")
                     manager.notify("STOPPING=1\nSTATUS=Shutting down")
                     listener.stop()
-                    await registry.beginShutdown()
-                    await speech.abandonAll()
+                    // Connections whose sessions are being finished stay open for their results.
+                    await registry.beginShutdown(keepOpen: { coordinator.counts.hasSessions($0) })
+                    await coordinator.beginShutdown()
                     await assets.shutdown()
+                    group.addTask {
+                        await coordinator.drained()
+                        return .sessionsDrained
+                    }
                     group.addTask {
                         try? await Task.sleep(for: .seconds(shutdownTimeout))
                         return .deadline
@@ -159,9 +169,12 @@ public struct Daemon: Sendable {
                         _ = await signals.next()
                         return .deadline
                     }
+                case .sessionsDrained:
+                    await registry.closeIdle()
                 case .deadline where !deadlinePassed:
                     deadlinePassed = true
-                    logger.warning("shutdown deadline passed, closing remaining connections")
+                    logger.warning("shutdown deadline passed, cancelling remaining sessions and closing remaining connections")
+                    await coordinator.cancelAll()
                     await registry.closeAll()
                 case .connectionsDone:
                     group.cancelAll()
@@ -207,7 +220,7 @@ public struct Daemon: Sendable {
     }
 
     enum Phase: Sendable {
-        case connectionsDone, assetsStopped, watchdogStopped, deadline
+        case connectionsDone, assetsStopped, coordinatorStopped, watchdogStopped, sessionsDrained, deadline
         case signal(Int32)
     }
 }

@@ -9,8 +9,11 @@ struct RequestContext: Sendable {
     let peer: PeerCredentials
     let admin: Bool
     var appID: String?
-    /// Sessions and Wyoming state of the connection.
+    /// The connection's channel, requests in flight and Wyoming state.
     let state: ConnectionState
+
+    /// Who owns the sessions this connection opens.
+    var client: AnalysisClient { AnalysisClient(connection: connectionID, uid: peer.uid, appID: appID) }
 }
 
 /// Facts about the running daemon that requests report.
@@ -23,40 +26,62 @@ struct DaemonFacts: Sendable {
     let limits: DaemonLimits
 }
 
-/// Decodes each request, calls the service that owns it and encodes the reply. Failures of any
-/// kind become one `error` event here, mapped by type, echoing the request's `id`.
+/// Decodes each request, calls the service that owns it and encodes the reply, by the route
+/// table: every event type has one route with its privilege. Failures of any kind become one
+/// `error` event here, mapped by type, echoing the request's `id`.
 struct DaemonHarness: Sendable {
-    let facts: DaemonFacts
-    let registry: ConnectionRegistry
-    let assets: AssetHarness
-    let speech: SpeechHarness
     /// Turns every failure into the client's error event (internal ones logged with an id).
     let errors: ErrorMap
+    /// Where the connection's analysis sessions live.
+    let coordinator: AnalysisCoordinator
+    private let routes: RouteTable
 
     static let capabilities = ["wyoming-describe", "wyoming-ping", "wyoming-asr", "assets", "analysis"]
 
+    init(facts: DaemonFacts, registry: ConnectionRegistry, assets: AssetHarness, speech: SpeechHarness, errors: ErrorMap) {
+        self.errors = errors
+        coordinator = speech.coordinator
+        routes = RouteTable(Self.daemonRoutes(facts: facts, registry: registry, assets: assets.assets) + assets.routes + speech.routes)
+    }
+
+    /// The daemon's own requests: Wyoming `describe` and `ping`, hello, status, config.
+    private static func daemonRoutes(facts: DaemonFacts, registry: ConnectionRegistry, assets: AssetService) -> [Route] {
+        [
+            .on(Describe.self) { _, _, _ in [try Frame(await info(assets))] },
+            .on(Ping.self) { ping, _, _ in [try Frame(Pong(text: ping.text))] },
+            .on(Hello.self) { hello, _, context in [try Frame(await welcome(hello, context: &context, facts: facts, registry: registry, assets: assets))] },
+            .on(StatusRequest.self) { request, _, _ in [try Frame(await status(request, facts: facts, registry: registry))] },
+            .on(ConfigRequest.self) { request, _, _ in [try Frame(ConfigReport(id: request.id, entries: facts.config.entries, warnings: facts.config.warnings))] },
+        ]
+    }
+
     /// Whether `type` may run concurrently with the connection's later requests.
-    static func isLongRunning(_ type: String) -> Bool { AssetHarness.longRunning.contains(type) }
+    func isLongRunning(_ type: String) -> Bool { routes[type]?.longRunning ?? false }
 
     /// Answers one request (replies in order, possibly none); `progress` carries intermediate
     /// events (install progress).
     func handle(_ frame: Frame, context: inout RequestContext, progress: @escaping @Sendable (Frame) -> Void) async -> [Frame] {
         do {
-            switch frame.type {
-            case Describe.eventType: return [try Frame(await info())]
-            case Ping.eventType: return [try Frame(Pong(text: frame.decode(Ping.self).text))]
-            case Hello.eventType: return [try await Frame(hello(frame.decode(Hello.self), context: &context))]
-            case StatusRequest.eventType: return [try await Frame(status(frame.decode(StatusRequest.self)))]
-            case ConfigRequest.eventType: return [try Frame(configReport(frame.decode(ConfigRequest.self)))]
-            default:
-                if let reply = try await assets.handle(frame, context: context, progress: progress) { return [reply] }
-                if let replies = try await speech.handle(frame, context: context) { return replies }
-                throw WireError(.unknownEvent, "unknown event type '\(frame.type)'")
-            }
+            guard let route = routes[frame.type] else { throw WireError(.unknownEvent, "unknown event type '\(frame.type)'") }
+            return try await route.serve(Call(frame: frame, progress: progress), &context)
         } catch {
             let fields = ["connection": "\(context.connectionID)", "peer_uid": "\(context.peer.uid)", "request": frame.type]
             return [Self.errorFrame(errors.wire(error, fields), id: frame.requestID)]
         }
+    }
+
+    /// Whether connection `id` has work in flight (a request, a session, a Wyoming transcription):
+    /// such a connection is never closed as idle.
+    func isBusy(_ id: Int, state: ConnectionState) -> Bool {
+        state.isBusy || hasSessions(id)
+    }
+
+    /// Whether connection `id` has analysis sessions open.
+    func hasSessions(_ id: Int) -> Bool { coordinator.counts.hasSessions(id) }
+
+    /// The connection closed: the coordinator releases its sessions and what they held, once.
+    func connectionClosed(_ context: RequestContext) async {
+        await coordinator.connectionClosed(context.connectionID)
     }
 
     /// The `error` frame for a failure (mapped by ``ErrorMap``; without its logger here, so callers
@@ -68,8 +93,8 @@ struct DaemonHarness: Sendable {
     }
 
     /// What Wyoming clients see: the installed speech models and their languages.
-    func info() async -> Info {
-        let installed = (try? await assets.assets.installedAssets().filter { $0.current && $0.entry.kind != .detector }) ?? []
+    static func info(_ assets: AssetService) async -> Info {
+        let installed = (try? await assets.installedAssets().filter { $0.current && $0.entry.kind != .detector }) ?? []
         let models = installed.map { asset in
             AsrModel(name: asset.entry.id, attribution: Attribution(name: asset.entry.license, url: ""), installed: true,
                      description: asset.entry.description, version: "\(asset.entry.version)",
@@ -81,7 +106,7 @@ struct DaemonHarness: Sendable {
             models: models, supportsTranscriptStreaming: true)])
     }
 
-    func hello(_ hello: Hello, context: inout RequestContext) async throws -> Welcome {
+    static func welcome(_ hello: Hello, context: inout RequestContext, facts: DaemonFacts, registry: ConnectionRegistry, assets: AssetService) async throws -> Welcome {
         guard hello.protocolVersion >= 1 else {
             throw WireError(.unsupportedProtocolVersion, "protocol version \(hello.protocolVersion) is not supported (this daemon speaks \(WireProtocol.earshotVersion))")
         }
@@ -91,9 +116,9 @@ struct DaemonHarness: Sendable {
         context.appID = hello.appId
         await registry.setAppID(hello.appId, for: context.connectionID)
         return Welcome(id: hello.id, protocolVersion: min(hello.protocolVersion, WireProtocol.earshotVersion),
-                       daemonVersion: EarshotVersion.string, limits: facts.limits, capabilities: Self.capabilities,
+                       daemonVersion: EarshotVersion.string, limits: facts.limits, capabilities: capabilities,
                        uid: context.peer.uid, admin: context.admin,
-                       maxReservedLocales: await assets.assets.maximumReservedLocales(appID: hello.appId))
+                       maxReservedLocales: await assets.maximumReservedLocales(appID: hello.appId))
     }
 
     static func isValidAppID(_ id: String) -> Bool {
@@ -102,16 +127,12 @@ struct DaemonHarness: Sendable {
         }
     }
 
-    func status(_ request: StatusRequest) async -> DaemonStatus {
+    static func status(_ request: StatusRequest, facts: DaemonFacts, registry: ConnectionRegistry) async -> DaemonStatus {
         let uptime = ContinuousClock.now - facts.started
         return DaemonStatus(
             id: request.id, daemonVersion: EarshotVersion.string, protocolVersion: WireProtocol.earshotVersion,
             pid: getpid(), uptimeSeconds: Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18,
             connections: await registry.count, connectionsTotal: await registry.total, mode: facts.paths.mode.rawValue,
             socketActivated: facts.socketActivated, socketPath: facts.socketPath, limits: facts.limits)
-    }
-
-    func configReport(_ request: ConfigRequest) -> ConfigReport {
-        ConfigReport(id: request.id, entries: facts.config.entries, warnings: facts.config.warnings)
     }
 }

@@ -32,7 +32,25 @@ struct ErrorMap: Sendable {
         case let e as WireError: e
         case let e as EventDecodingError: WireError(.badRequest, e.description)
         case let e as FrameError: WireError(.malformedFrame, e.description)
-        case let e as AssetError: e.wireError
+        case let e as AssetError:
+            switch e {
+            case .unsupportedLocale, .unsupportedModule: WireError(.unsupportedLocale, e.description)
+            case .quotaExceeded, .userQuotaExceeded: WireError(.quotaExceeded, e.description)
+            case .notFound: WireError(.notFound, e.description)
+            case .notInstalled: WireError(.notInstalled, e.description)
+            case .permissionDenied: WireError(.permissionDenied, e.description)
+            case .verificationFailed: WireError(.verificationFailed, e.description)
+            case .downloadFailed: WireError(.downloadFailed, e.description)
+            case .insufficientStorage: WireError(.insufficientStorage, e.description)
+            case .cancelled: WireError(.cancelled, e.description)
+            case .inconsistentState, .internalError: WireError(.internalError, e.description)
+            }
+        case let e as AnalysisError:
+            switch e {
+            case .noModules, .detectorOnly: WireError(.badRequest, e.description)
+            case .noSession: WireError(.notFound, e.description)
+            case .shuttingDown: WireError(.shuttingDown, e.description)
+            }
         case let e as AudioError:
             switch e {
             case .unsupportedFormat, .unreadable: WireError(.unsupportedAudioFormat, e.description)
@@ -58,6 +76,11 @@ struct ErrorMap: Sendable {
     static func newID() -> String {
         String(UInt32.random(in: 0...UInt32.max), radix: 16).leftPadded(to: 8)
     }
+}
+
+extension WireError {
+    /// What a connection, request or session refused during shutdown is told.
+    static let daemonShuttingDown = ErrorMap.classify(AnalysisError.shuttingDown)
 }
 
 private extension String {

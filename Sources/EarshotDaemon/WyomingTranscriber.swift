@@ -1,20 +1,24 @@
 import Dispatch
 import EarshotAssets
 import EarshotAudio
-import EarshotSpeech
 import EarshotSystem
 import EarshotWire
 import Foundation
 
 /// The text and languages of a Wyoming transcription, filled by the session's event handler.
-/// (Separate from ``WyomingTranscription`` because the handler lives in the session: if it held
-/// the job, which holds the session, neither would ever be freed.)
+/// (Separate from ``WyomingTranscription``, so the session's handler does not keep the job's
+/// converter alive.)
 final class CollectedTranscript: @unchecked Sendable {
     // @unchecked: every stored var is only touched while holding `lock`.
     private let lock = NSLock()
+    /// The language the client asked for.
+    private let requested: String?
     private var texts: [String] = []
     /// Seconds of speech per language the engine reported.
     private var languages: [String: Double] = [:]
+    private var claimed = false
+
+    init(language: String?) { requested = language }
 
     func append(_ result: AnalyzerResult) {
         lock.withLock {
@@ -23,43 +27,54 @@ final class CollectedTranscript: @unchecked Sendable {
         }
     }
 
-    var text: String { lock.withLock { texts.joined(separator: " ") } }
-    /// The language most of the speech was identified as.
-    var mostLanguage: String? {
-        lock.withLock { languages.max { $0.value == $1.value ? $0.key > $1.key : $0.value < $1.value }?.key }
+    /// The `transcript` event: the text so far, in the language asked for, else the one most of
+    /// the speech was identified as.
+    var transcript: Transcript {
+        lock.withLock {
+            Transcript(text: texts.joined(separator: " "),
+                       language: requested ?? languages.max { $0.value == $1.value ? $0.key > $1.key : $0.value < $1.value }?.key)
+        }
+    }
+
+    /// True the first time only: whoever gets it sends the `transcript` (`audio-stop`, or the
+    /// daemon's shutdown finishing the session), or drops it (the client started over).
+    func claim() -> Bool {
+        lock.withLock {
+            defer { claimed = true }
+            return !claimed
+        }
     }
 }
 
-/// A Wyoming ASR transcription in progress on a connection: its session and the converter that
-/// turns the client's PCM into the analyzer's 16 kHz mono s16le on the job's own queue.
+/// A Wyoming ASR transcription in progress on a connection: its session's id and the converter
+/// that turns the client's PCM into the analyzer's 16 kHz mono s16le on the job's own queue.
 final class WyomingTranscription: @unchecked Sendable {
     // @unchecked: the mutable state is only touched while holding `lock`; the converter is used
     // only on `queue`.
     let name: String?
     let language: String?
-    let collected = CollectedTranscript()
+    let collected: CollectedTranscript
     /// Conversion (samples, downmix, libsoxr) runs here, never on the cooperative pool.
     private let queue = DispatchQueue(label: "earshot.wyoming.convert")
     private let lock = NSLock()
-    private var storedSession: AnalysisSession?
+    private var storedSession: String?
     private var storedFormat: AudioFormatFields?
     private var converter: PCMConverter?
 
     init(name: String?, language: String?) {
         self.name = name
         self.language = language
+        collected = CollectedTranscript(language: language)
         LiveObjects.created("WyomingTranscription")
     }
 
     deinit { LiveObjects.destroyed("WyomingTranscription") }
 
-    var session: AnalysisSession? { lock.withLock { storedSession } }
+    /// The session's id, once audio started.
+    var session: String? { lock.withLock { storedSession } }
     var format: AudioFormatFields? { lock.withLock { storedFormat } }
 
-    /// The language asked for, else the one most of the speech was identified as.
-    var transcriptLanguage: String? { language ?? collected.mostLanguage }
-
-    func started(_ session: AnalysisSession, format: AudioFormatFields, converter: PCMConverter) {
+    func started(_ session: String, format: AudioFormatFields, converter: PCMConverter) {
         lock.withLock {
             storedSession = session
             storedFormat = format
@@ -67,9 +82,9 @@ final class WyomingTranscription: @unchecked Sendable {
         }
     }
 
-    /// Drops the session and converter (after `audio-stop`, or when the job is abandoned), so
-    /// they are freed as soon as the session's own work ends.
-    func close() -> AnalysisSession? {
+    /// Drops the session and converter (after `audio-stop`, or when the job is abandoned); returns
+    /// the session's id.
+    func close() -> String? {
         lock.withLock {
             defer {
                 storedSession = nil
@@ -110,72 +125,77 @@ final class WyomingTranscription: @unchecked Sendable {
 /// Wyoming's ASR flow: `transcribe` {name, language}, `audio-start`, `audio-chunk`*, `audio-stop` →
 /// `transcript-start`, `transcript-chunk` per finalized phrase, `transcript`, `transcript-stop`.
 /// Audio comes in any PCM format within ``AudioLimits`` (rate 8000…384000 Hz, width 1/2/4,
-/// 1…8 channels); the daemon converts it in bounded blocks with libsoxr.
-struct WyomingTranscriber {
-    let harness: SpeechHarness
+/// 1…8 channels); the daemon converts it in bounded blocks with libsoxr. A thin adapter: the
+/// session is the ``AnalysisCoordinator``'s, which releases it however it ends.
+struct WyomingTranscriber: Sendable {
+    let coordinator: AnalysisCoordinator
 
-    func handle(_ frame: Frame, context: RequestContext) async throws -> [Frame] {
-        let state = context.state
-        switch frame.type {
-        case Transcribe.eventType:
-            let request = try frame.decode(Transcribe.self)
-            await end(state.wyoming, state: state)
-            state.wyoming = WyomingTranscription(name: request.name, language: request.language)
-            return []
-        case AudioStart.eventType:
-            let start = try frame.decode(AudioStart.self)
-            let job = try await restart(state: state)
-            try await begin(job, format: start.format, context: context)
-            return [try Frame(TranscriptStart(language: job.language))]
-        case AudioChunk.eventType:
-            let chunk = try frame.decode(AudioChunk.self)
-            let job = state.wyoming ?? WyomingTranscription(name: nil, language: nil)
-            state.wyoming = job
-            if job.session == nil { try await begin(job, format: chunk.format, context: context) }
-            guard chunk.format == job.format, let session = job.session else {
-                let expected = job.format.map { "\($0.rate) Hz/\($0.width)/\($0.channels)" } ?? "none"
-                throw WireError(.unsupportedAudioFormat, "audio-chunk format \(chunk.rate) Hz/\(chunk.width)/\(chunk.channels) differs from audio-start's (\(expected))")
-            }
-            try await feed(frame.payload, format: chunk.format, job: job, session: session)
-            return []
-        case AudioStop.eventType:
-            guard let job = state.wyoming, let session = job.session else {
-                let language = state.wyoming?.language
+    var routes: [Route] {
+        let wyoming = self
+        return [
+            .on(Transcribe.self) { request, _, context in
+                await wyoming.end(context.state.wyoming, context: context)
+                context.state.wyoming = WyomingTranscription(name: request.name, language: request.language)
+                return []
+            },
+            .on(AudioStart.self) { start, _, context in
+                let job = await wyoming.restart(context)
+                try await wyoming.begin(job, format: start.format, context: context)
+                return [try Frame(TranscriptStart(language: job.language))]
+            },
+            .on(AudioChunk.self) { chunk, call, context in
+                let state = context.state
+                let job = state.wyoming ?? WyomingTranscription(name: nil, language: nil)
+                state.wyoming = job
+                if job.session == nil { try await wyoming.begin(job, format: chunk.format, context: context) }
+                guard chunk.format == job.format, let session = job.session else {
+                    let expected = job.format.map { "\($0.rate) Hz/\($0.width)/\($0.channels)" } ?? "none"
+                    throw WireError(.unsupportedAudioFormat, "audio-chunk format \(chunk.rate) Hz/\(chunk.width)/\(chunk.channels) differs from audio-start's (\(expected))")
+                }
+                try await wyoming.feed(call.frame.payload, format: chunk.format, job: job, session: session, context: context)
+                return []
+            },
+            .on(AudioStop.self) { _, _, context in
+                let state = context.state
+                guard let job = state.wyoming, let session = job.session else {
+                    let language = state.wyoming?.language
+                    state.wyoming = nil
+                    return [try Frame(Transcript(text: "", language: language))]
+                }
                 state.wyoming = nil
-                return [try Frame(Transcript(text: "", language: language))]
-            }
-            state.wyoming = nil
-            let tail = try await job.flush()
-            if !tail.isEmpty { await session.accept(tail, format: .speech16k, start: nil) }
-            _ = job.close()
-            _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
-            await harness.cleanUp(session.id, state: state)
-            return [try Frame(Transcript(text: job.collected.text, language: job.transcriptLanguage)), try Frame(TranscriptStop())]
-        default:
-            return []
-        }
+                let tail = try await job.flush()
+                _ = job.close()
+                // A session that failed has already ended (and been released): its transcript is
+                // what it produced before.
+                if !tail.isEmpty { _ = await wyoming.coordinator.feed(tail, format: .speech16k, start: nil, session: session, of: context.connectionID) }
+                _ = try? await wyoming.coordinator.control(.finish(.finalizeThroughEndOfInput, time: nil), session: session, of: context.connectionID)
+                guard job.collected.claim() else { return [] } // shutdown finished it and sent the transcript
+                return [try Frame(job.collected.transcript), try Frame(TranscriptStop())]
+            },
+        ]
     }
 
     /// The job for a new `audio-start`: the connection's, after ending any stream it had open
     /// (a second `audio-start` without `audio-stop` restarts the transcription).
-    private func restart(state: ConnectionState) async throws -> WyomingTranscription {
+    private func restart(_ context: RequestContext) async -> WyomingTranscription {
+        let state = context.state
         guard let job = state.wyoming else {
             let job = WyomingTranscription(name: nil, language: nil)
             state.wyoming = job
             return job
         }
         guard job.session != nil else { return job }
-        await end(job, state: state)
+        await end(job, context: context)
         let fresh = WyomingTranscription(name: job.name, language: job.language)
         state.wyoming = fresh
         return fresh
     }
 
-    /// Abandons `job`'s session (if any) and releases what it held.
-    private func end(_ job: WyomingTranscription?, state: ConnectionState) async {
-        guard let session = job?.close() else { return }
-        session.abandon()
-        await harness.cleanUp(session.id, state: state)
+    /// Cancels `job`'s session (if any): the client started over, so it gets no transcript.
+    private func end(_ job: WyomingTranscription?, context: RequestContext) async {
+        guard let job, let session = job.close() else { return }
+        _ = job.collected.claim()
+        await coordinator.cancel(session, of: context.connectionID)
     }
 
     /// Opens the session for a transcription: the named model, else a transcriber for the
@@ -187,7 +207,7 @@ struct WyomingTranscriber {
         let language = job.language ?? "en"
         var candidates: [ModuleConfiguration] = [.init(kind: .transcriber, locale: language), .init(kind: .dictation, locale: language)]
         if job.language == nil { candidates.insert(.init(kind: .transcriber, locale: LocaleTag.undetermined), at: 0) }
-        if let name = job.name, let asset = try await harness.assets.installedAssets().first(where: { $0.current && $0.entry.id == name }) {
+        if let name = job.name, let asset = try await coordinator.assets.installedAssets().first(where: { $0.current && $0.entry.id == name }) {
             candidates = [ModuleConfiguration(kind: asset.entry.kind, locale: asset.entry.locales.first ?? language)]
         }
         var lastError: (any Error)?
@@ -195,16 +215,17 @@ struct WyomingTranscriber {
         let channel = context.state.channel
         for module in candidates {
             do {
-                // Captures neither the job nor the connection state strongly: both (indirectly)
-                // hold the session, which holds this handler.
-                let session = try await harness.open([module], options: AnalysisOptions(modelRetention: .lingering), context: AnalysisContextData(),
-                                                     requester: context) { [weak state = context.state] id, event in
+                let session = try await coordinator.open([module], options: AnalysisOptions(modelRetention: .lingering), context: AnalysisContextData(),
+                                                         for: context.client) { _, event in
                     switch event {
                     case .result(let result) where result.isFinal && !result.text.isEmpty:
                         collected.append(result)
                         if let frame = try? Frame(TranscriptChunk(text: result.text + " ")) { channel.post(frame) }
-                    case .finished:
-                        state?.sessionFinished(id)
+                    case .finished(_, shutdown: true) where collected.claim():
+                        // The daemon is stopping: the client gets what was said so far before the connection closes.
+                        for event in [try? Frame(collected.transcript), try? Frame(TranscriptStop())] {
+                            if let event { channel.post(event) }
+                        }
                     default:
                         break
                     }
@@ -220,7 +241,7 @@ struct WyomingTranscriber {
 
     /// Converts and feeds `payload` a block at a time, so memory stays bounded by the block (not by
     /// the chunk or the conversion ratio) and the session's back-pressure paces each block.
-    private func feed(_ payload: [UInt8], format: AudioFormatFields, job: WyomingTranscription, session: AnalysisSession) async throws {
+    private func feed(_ payload: [UInt8], format: AudioFormatFields, job: WyomingTranscription, session: String, context: RequestContext) async throws {
         let frameBytes = format.width * format.channels
         guard payload.count % frameBytes == 0 else {
             let channels = format.channels == 1 ? "1 channel" : "\(format.channels) channels"
@@ -231,7 +252,8 @@ struct WyomingTranscriber {
         while offset < payload.count {
             let end = min(offset + block, payload.count)
             let pcm = try await job.convert(payload[offset..<end])
-            if !pcm.isEmpty { await session.accept(pcm, format: .speech16k, start: nil) }
+            // A session that failed has ended: the rest of the stream has nowhere to go.
+            if !pcm.isEmpty, await !coordinator.feed(pcm, format: .speech16k, start: nil, session: session, of: context.connectionID) { return }
             offset = end
         }
     }

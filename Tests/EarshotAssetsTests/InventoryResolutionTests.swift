@@ -35,7 +35,6 @@ struct InventoryResolutionTests {
             // The kind matters: no transcriber serves French, no dictation serves English.
             let wrongKind = await #expect(throws: AssetError.self) { try await service.resolve(Modules.transcriber("fr")) }
             #expect(wrongKind?.caseName == "unsupportedLocale")
-            #expect(wrongKind?.wireError.code == .unsupportedLocale)
             let unknown = await #expect(throws: AssetError.self) { try await service.resolve(Modules.dictation("en-US")) }
             #expect(unknown?.caseName == "unsupportedLocale")
             let garbage = await #expect(throws: AssetError.self) { try await service.resolve(Modules.transcriber("??")) }

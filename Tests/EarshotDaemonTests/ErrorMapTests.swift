@@ -35,11 +35,30 @@ import Testing
             (SherpaOnnxError.inputTooLong(seconds: 31, limit: 29.5), .badRequest),
             (SherpaOnnxError.missingFile("/a/b.onnx"), .notInstalled),
             (PocketSphinxError.invalidWord("(x)", reason: "parentheses"), .badRequest),
+            (AnalysisError.noModules, .badRequest), (AnalysisError.detectorOnly, .badRequest),
+            (AnalysisError.noSession("s9"), .notFound), (AnalysisError.shuttingDown, .shuttingDown),
         ]
         for (error, code) in cases {
             let wire = map.wire(error)
             #expect(wire.code == code, "\(error)")
             #expect(!wire.message.hasPrefix("internal error"))
+        }
+    }
+
+    /// The asset module's errors carry no wire knowledge: their codes are this map's.
+    @Test func everyAssetErrorHasItsCode() {
+        let cases: [(AssetError, ErrorCode)] = [
+            (.unsupportedLocale("xx"), .unsupportedLocale), (.unsupportedModule("dictation for xx"), .unsupportedLocale),
+            (.quotaExceeded(maximum: 2, wanted: ["de"]), .quotaExceeded), (.userQuotaExceeded("uid 1000 holds 8"), .quotaExceeded),
+            (.notFound("asset x"), .notFound), (.notInstalled("asset x"), .notInstalled), (.permissionDenied("not yours"), .permissionDenied),
+            (.verificationFailed("bad hash"), .verificationFailed), (.downloadFailed("every mirror"), .downloadFailed),
+            (.insufficientStorage(needed: 10, available: 1, path: "/cache"), .insufficientStorage), (.cancelled("install"), .cancelled),
+            (.inconsistentState("row without tree"), .internalError), (.internalError("bug"), .internalError),
+        ]
+        for (error, code) in cases {
+            let wire = ErrorMap.classify(error)
+            #expect(wire.code == code, "\(error)")
+            #expect(wire.message == error.description)
         }
     }
 }

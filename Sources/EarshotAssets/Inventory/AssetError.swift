@@ -1,8 +1,7 @@
 import EarshotSystem
-import EarshotWire
 import Foundation
 
-/// Failures of asset operations, each with the wire code clients see.
+/// Failures of asset operations (the daemon's `ErrorMap` gives each its wire code).
 public enum AssetError: Error, Sendable, CustomStringConvertible {
     case unsupportedLocale(String)
     case unsupportedModule(String)
@@ -37,23 +36,6 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
         case .inconsistentState(let what): "asset store is inconsistent: \(what)"
         case .internalError(let what): what
         }
-    }
-
-    /// The stable wire error.
-    public var wireError: WireError {
-        let code: ErrorCode = switch self {
-        case .unsupportedLocale, .unsupportedModule: .unsupportedLocale
-        case .quotaExceeded, .userQuotaExceeded: .quotaExceeded
-        case .notFound: .notFound
-        case .notInstalled: .notInstalled
-        case .permissionDenied: .permissionDenied
-        case .verificationFailed: .verificationFailed
-        case .downloadFailed: .downloadFailed
-        case .insufficientStorage: .insufficientStorage
-        case .cancelled: .cancelled
-        case .inconsistentState, .internalError: .internalError
-        }
-        return WireError(code, description)
     }
 }
 

@@ -61,7 +61,7 @@ extension AssetService {
                     try db.execute("DELETE FROM reservations WHERE uid = ? AND app_id = ? AND locale = ?", [.int(Int64(client.uid)), .text(client.appID), .text(locale)])
                 }
             }
-            log("install for \(client) failed (\(failure.wireError.code.rawValue)): released its new reservations of \(created.joined(separator: ", "))")
+            log("install for \(client) failed (\(failure)): released its new reservations of \(created.joined(separator: ", "))")
             try await cancelUnneededJobs()
         } catch {
             log("install for \(client) failed; rolling back its reservations of \(created.joined(separator: ", ")) failed too: \(error)")

@@ -257,10 +257,5 @@ public actor SpeechService {
         let models = await cache.loaded.map { SpeechStats.Model(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) }
         return SpeechStats(sessions: sessions.count, models: models, loads: await cache.loads)
     }
-
-    /// Every session ends (daemon shutdown).
-    public func abandonAll() {
-        for entry in sessions.values { entry.session.abandon() }
-    }
 }
 

@@ -1,0 +1,277 @@
+import EarshotAssets
+import EarshotSpeech
+import EarshotWire
+import Foundation
+
+/// The connection a session belongs to and who is on it.
+struct AnalysisClient: Sendable {
+    let connection: Int
+    let uid: UInt32
+    let appID: String?
+}
+
+/// What a session tells its client. The coordinator knows no transport: the harness that opened
+/// the session encodes these.
+enum AnalysisEvent: Sendable {
+    case result(AnalyzerResult)
+    case volatileRange(WireTimeRange?)
+    /// The session ended: `error` when a failure ended it; `shutdown` when the daemon's shutdown
+    /// finished it (through the end of its input).
+    case finished((any Error)?, shutdown: Bool)
+}
+
+/// Why the coordinator refused a request (``ErrorMap`` gives each its wire code).
+enum AnalysisError: Error, Sendable, CustomStringConvertible {
+    case noModules
+    /// Only detectors: nothing would transcribe.
+    case detectorOnly
+    /// The connection has no open session with this id.
+    case noSession(String)
+    case shuttingDown
+
+    var description: String {
+        switch self {
+        case .noModules: "a session needs at least one module"
+        case .detectorOnly: "a SpeechDetector only works together with a SpeechTranscriber or DictationTranscriber"
+        case .noSession(let id): "no open analysis session '\(id)' on this connection"
+        case .shuttingDown: "earshotd is shutting down"
+        }
+    }
+}
+
+/// A control request on a running session (`earshot.analyzer.control`, already validated).
+enum AnalysisControl: Sendable {
+    case finalize(through: WireTime?)
+    case finish(FinishMode, time: WireTime?)
+    case cancel(before: WireTime)
+    case setModules([ModuleConfiguration])
+    case setContext(AnalysisContextData)
+}
+
+/// Owns every analysis session from lease to release: leases the assets, has ``SpeechService``
+/// admit and open the session, feeds and controls it, and gives everything back when it finishes,
+/// when its connection closes, or at the shutdown deadline. Sessions are kept per connection: a
+/// client reaches only its own.
+actor AnalysisCoordinator {
+    private struct OpenSession {
+        let session: AnalysisSession
+        /// One per module, in module order.
+        var moduleLeases: [AssetLease]
+        /// The voice activity detector's.
+        let vadLease: AssetLease
+        /// Set when shutdown finishes the session, so its `finished` event says so.
+        let shutdownMark: ShutdownMark
+        var leases: [AssetLease] { moduleLeases + [vadLease] }
+    }
+
+    let speech: SpeechService
+    let assets: AssetService
+    /// Sessions by connection, then by session id.
+    private var tables: [Int: [String: OpenSession]] = [:]
+    /// How many sessions each connection has, readable from any thread (a connection's busy check
+    /// runs on its channel's queue).
+    nonisolated let counts = SessionCounts()
+    private var shuttingDown = false
+    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Sessions whose `finished` event went out, released by ``run()``.
+    private let ended: AsyncStream<(connection: Int, session: String)>
+    private let endedContinuation: AsyncStream<(connection: Int, session: String)>.Continuation
+
+    init(speech: SpeechService, assets: AssetService) {
+        self.speech = speech
+        self.assets = assets
+        (ended, endedContinuation) = AsyncStream.makeStream()
+    }
+
+    /// Releases sessions as they finish; runs until cancelled.
+    func run() async {
+        for await (connection, session) in ended { await release(session, of: connection) }
+    }
+
+    /// Leases the assets `modules` need, has the speech service admit and open a session on them,
+    /// and returns its id. `events` receives everything the session reports, ending with `finished`.
+    func open(_ modules: [ModuleConfiguration], options: AnalysisOptions, context: AnalysisContextData, for client: AnalysisClient,
+              events: @escaping @Sendable (String, AnalysisEvent) -> Void) async throws -> String {
+        guard !shuttingDown else { throw AnalysisError.shuttingDown }
+        guard !modules.isEmpty else { throw AnalysisError.noModules }
+        guard modules.contains(where: { $0.kind != .detector }) else { throw AnalysisError.detectorOnly }
+        var leases: [AssetLease] = []
+        do {
+            let planned = try await leaseModules(modules, into: &leases)
+            let vadLease = try await assets.lease(ModuleConfiguration(kind: .detector, locale: nil))
+            leases.append(vadLease)
+            if let appID = client.appID {
+                await assets.noteUse(of: modules, by: ClientIdentity(uid: client.uid, appID: appID))
+            }
+            let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: context,
+                                   owner: client.connection, ownerUID: client.uid)
+            let mark = ShutdownMark()
+            let connection = client.connection
+            let ended = endedContinuation
+            let session = try await speech.open(plan) { id, event in
+                switch event {
+                case .result(let result): events(id, .result(result))
+                case .volatileRange(let range): events(id, .volatileRange(range))
+                case .finished(let error):
+                    events(id, .finished(error, shutdown: mark.isSet))
+                    ended.yield((connection, id))
+                }
+            }
+            guard !shuttingDown else {
+                session.abandon()
+                await speech.close(session.id)
+                throw AnalysisError.shuttingDown
+            }
+            tables[connection, default: [:]][session.id] = OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease, shutdownMark: mark)
+            counts.add(1, to: connection)
+            return session.id
+        } catch {
+            for lease in leases { await assets.endLease(lease) }
+            throw error
+        }
+    }
+
+    /// Appends PCM to a session (waiting while the session's backlog is full); false when the
+    /// connection has no such session (never opened, or already ended).
+    func feed(_ pcm: [UInt8], format: AudioFormatSpec, start: WireTime?, session id: String, of connection: Int) async -> Bool {
+        guard let open = tables[connection]?[id] else { return false }
+        await open.session.accept(pcm, format: format, start: start)
+        return true
+    }
+
+    /// Applies `control` to a session; returns its last sample time where the action has one.
+    func control(_ control: AnalysisControl, session id: String, of connection: Int) async throws -> WireTime? {
+        let session = try session(id, of: connection).session
+        switch control {
+        case .finalize(let time):
+            return await session.finalize(through: time)
+        case .finish(let mode, let time):
+            let last = await session.finish(mode, time: time)
+            // Finished when `finish` returns: give back what it held now, not when run() gets to it.
+            await release(id, of: connection)
+            return last
+        case .cancel(let time):
+            session.cancelAnalysis(before: time)
+            return nil
+        case .setModules(let modules):
+            var leases: [AssetLease] = []
+            do {
+                let planned = try await leaseModules(modules, into: &leases)
+                try await speech.replaceModules(of: id, with: planned)
+            } catch {
+                for lease in leases { await assets.endLease(lease) }
+                throw error
+            }
+            let old = tables[connection]?[id]?.moduleLeases ?? []
+            tables[connection]?[id]?.moduleLeases = leases
+            for lease in old { await assets.endLease(lease) }
+            return nil
+        case .setContext(let context):
+            try await speech.setContext(of: id, context)
+            return nil
+        }
+    }
+
+    /// Ends a session without finalizing (the client started over) and releases it.
+    func cancel(_ id: String, of connection: Int) async {
+        tables[connection]?[id]?.session.abandon()
+        await release(id, of: connection)
+    }
+
+    /// Connection `connection` closed: its sessions end and everything they held goes back.
+    func connectionClosed(_ connection: Int) async {
+        for (id, open) in tables[connection] ?? [:] {
+            open.session.abandon()
+            await release(id, of: connection)
+        }
+        tables[connection] = nil
+        await speech.ownerGone(connection)
+    }
+
+    /// Shutdown: no new sessions, and every open one is finished through the end of its input, so
+    /// its final results reach its client. Returns at once; ``drained()`` says when all are done.
+    func beginShutdown() {
+        shuttingDown = true
+        for open in tables.values.flatMap(\.values) {
+            open.shutdownMark.set()
+            // Not awaited here: the shutdown deadline must not wait for a session's queue.
+            Task { _ = await open.session.finish(.finalizeThroughEndOfInput, time: nil) }
+        }
+    }
+
+    /// Returns once no session is open (finished, cancelled or its connection closed).
+    func drained() async {
+        guard !tables.values.allSatisfy(\.isEmpty) else { return }
+        await withCheckedContinuation { drainWaiters.append($0) }
+    }
+
+    /// The shutdown deadline passed: every session still running ends now, unfinalized.
+    func cancelAll() async {
+        for (connection, table) in tables {
+            for (id, open) in table {
+                open.session.abandon()
+                await release(id, of: connection)
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    private func session(_ id: String, of connection: Int) throws -> OpenSession {
+        guard let open = tables[connection]?[id] else { throw AnalysisError.noSession(id) }
+        return open
+    }
+
+    /// Releases what session `id` held (once; later calls do nothing).
+    private func release(_ id: String, of connection: Int) async {
+        guard let open = tables[connection]?.removeValue(forKey: id) else { return }
+        counts.add(-1, to: connection)
+        await speech.close(id)
+        for lease in open.leases { await assets.endLease(lease) }
+        if tables.values.allSatisfy(\.isEmpty) {
+            for waiter in drainWaiters { waiter.resume() }
+            drainWaiters = []
+        }
+    }
+
+    /// Leases each module's asset (appending to `leases`, so a caller can give them back on failure).
+    private func leaseModules(_ modules: [ModuleConfiguration], into leases: inout [AssetLease]) async throws -> [(configuration: ModuleConfiguration, asset: ModelAsset)] {
+        var planned: [(configuration: ModuleConfiguration, asset: ModelAsset)] = []
+        for module in modules {
+            let lease = try await assets.lease(module)
+            leases.append(lease)
+            planned.append((module, Self.modelAsset(lease)))
+        }
+        return planned
+    }
+
+    private static func modelAsset(_ lease: AssetLease) -> ModelAsset {
+        ModelAsset(key: lease.key, engine: lease.entry.engine, files: lease.entry.files.mapValues { lease.path + "/" + $0 })
+    }
+}
+
+/// Open sessions per connection, readable from any thread.
+final class SessionCounts: @unchecked Sendable {
+    // @unchecked: `counts` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var counts: [Int: Int] = [:]
+
+    func add(_ delta: Int, to connection: Int) {
+        lock.withLock {
+            let count = counts[connection, default: 0] + delta
+            counts[connection] = count > 0 ? count : nil
+        }
+    }
+
+    /// Whether `connection` has an open session.
+    func hasSessions(_ connection: Int) -> Bool { lock.withLock { counts[connection] != nil } }
+}
+
+/// Set once, read from the session's queue when its `finished` event goes out.
+final class ShutdownMark: @unchecked Sendable {
+    // @unchecked: `value` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}

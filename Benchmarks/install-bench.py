@@ -263,7 +263,7 @@ def main():
                        check=True, stdout=subprocess.DEVNULL)
         catalog = {
             "format": 1, "version": 1, "assets": [{
-                "id": "bench-asset", "version": 1, "kind": "transcriber", "engine": "sherpa-onnx-whisper",
+                "id": "bench-asset", "version": 1, "kind": "transcriber", "engine": "bench-engine",
                 "locales": ["en-US"],
                 "capabilities": {"streaming": False, "volatile_results": False, "time_ranges": True,
                                  "alternatives": False, "confidence": False, "content_hints": []},

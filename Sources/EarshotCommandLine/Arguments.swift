@@ -8,9 +8,12 @@ public struct Arguments: Sendable {
         case unknownOption(String)
         case missingValue(String)
         case unexpectedValue(String)
+        /// An option the program knows that this command does not take (options are never ignored).
+        case unsupportedOption(String, command: String)
 
         public var description: String {
             switch self {
+            case .unsupportedOption(let o, let command): "'\(command)' does not take \(o)"
             case .unknownOption(let o): "unknown option \(o)"
             case .missingValue(let o): "option \(o) needs a value"
             case .unexpectedValue(let o): "option \(o) takes no value"
@@ -60,6 +63,11 @@ public struct Arguments: Sendable {
 
     /// Whether `--name` was given.
     public func has(_ name: String) -> Bool { flags.contains(name) }
+
+    /// Throws for the first option given that `command` does not take (`allowed`, without `--`).
+    public func check(only allowed: Set<String>, for command: String) throws(ParseError) {
+        if let extra = (Set(values.keys).union(flags)).subtracting(allowed).sorted().first { throw .unsupportedOption("--\(extra)", command: command) }
+    }
 }
 
 /// The standard start of an Earshot CLI: parse, answer `--version` and `--help`, require a command.
@@ -86,6 +94,17 @@ public struct CommandInvocation: Sendable {
             exit(arguments.has("help") ? ExitCode.success.rawValue : ExitCode.failure.rawValue)
         }
         return CommandInvocation(arguments: arguments, command: command)
+    }
+
+    /// Exits with usage unless every option given is one `command` takes (`allowed`, plus
+    /// `common`, which every command takes).
+    public func require(only allowed: Set<String>, common: Set<String>, program: String, usage: String) {
+        do {
+            try arguments.check(only: allowed.union(common), for: command)
+        } catch {
+            Output.error(program, "\(error)\n\(usage)")
+            exit(ExitCode.failure.rawValue)
+        }
     }
 
     /// Reports an unknown command and exits.

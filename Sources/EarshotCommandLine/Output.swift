@@ -1,3 +1,4 @@
+import EarshotWire
 import Foundation
 
 /// Exit codes shared by every Earshot CLI (the update timer relies on 2).
@@ -5,6 +6,17 @@ public enum ExitCode: Int32, Sendable {
     case success = 0
     case failure = 1
     case nothingToDo = 2
+
+    /// `earshotctl update`'s status: 1 when something needs an admin (a refused catalog, a
+    /// failed asset), else 0 when something changed (or, on a dry run, would), else 2 — also when
+    /// no source or mirror was reachable (the timer's next run tries again).
+    public init(update reply: UpdateReply) {
+        if !reply.failed.isEmpty || reply.catalogs.contains(where: { $0.outcome == "failed" }) {
+            self = .failure
+        } else {
+            self = reply.changed ? .success : .nothingToDo
+        }
+    }
 }
 
 /// Printing helpers for the CLIs: JSON, aligned tables, errors.

@@ -55,27 +55,35 @@ struct AssetHarness: Sendable {
             .on(CatalogRequest.self, .admin("refresh the catalog", when: { request, _ in request.refresh }), longRunning: true) { request, _, _ in
                 let refreshed = request.refresh ? await assets.refreshCatalogs() : []
                 let summary = await assets.catalogSummary()
-                let installed = Set(try await assets.installedAssets().map(\.key))
+                let installedAssets = try await assets.installedAssets()
+                let installed = Set(installedAssets.map(\.key))
+                let currentVersions = Dictionary(installedAssets.filter(\.current).map { ($0.entry.id, $0.entry.version) }, uniquingKeysWith: max)
                 let sources = summary.sources.map { source in
                     let result = refreshed.first { $0.url == source.url }
                     return CatalogSourceInfo(url: source.url, version: source.version, keyId: source.keyID, outcome: result?.outcome.rawValue, message: result?.message)
                 }
                 let list = summary.assets.map {
-                    CatalogAssetInfo(id: $0.id, version: $0.version, kind: $0.kind, engine: $0.engine, locales: $0.locales, size: $0.size, license: $0.license, installed: installed.contains("\($0.id)@\($0.version)"))
+                    CatalogAssetInfo(id: $0.id, version: $0.version, kind: $0.kind, engine: $0.engine, locales: $0.locales, size: $0.size, license: $0.license, installed: installed.contains("\($0.id)@\($0.version)"),
+                                     installedVersion: currentVersions[$0.id])
                 }
                 return [try Frame(CatalogReply(id: request.id, sources: sources, assets: list))]
             },
             .on(CancelInstallRequest.self, .admin("cancel installs")) { request, _, _ in
                 [try Frame(CancelInstallReply(id: request.id, cancelled: await assets.cancelInstall(request.asset)))]
             },
+            .on(RollbackRequest.self, .admin("roll back assets")) { request, _, context in
+                let (from, to) = try await assets.rollback(request.asset, requestedBy: "uid \(context.peer.uid)")
+                return [try Frame(RollbackReply(id: request.id, asset: request.asset, fromVersion: from, toVersion: to))]
+            },
             .on(GCRequest.self, .admin("run garbage collection")) { request, _, _ in
                 let report = try await assets.collectGarbage(dryRun: request.dryRun)
                 return [try Frame(GCReply(id: request.id, dryRun: report.dryRun, removed: report.removed, freedBytes: report.freedBytes, expiredReservations: report.expiredReservations))]
             },
-            .on(UpdateRequest.self, .admin("update assets"), longRunning: true) { request, _, _ in
-                let report = await assets.update()
+            .on(UpdateRequest.self, .admin("update assets"), longRunning: true) { request, _, context in
+                let report = await assets.update(dryRun: request.dryRun, requestedBy: "uid \(context.peer.uid)")
                 let sources = report.catalogs.map { CatalogSourceInfo(url: $0.url, version: $0.version, keyId: nil, outcome: $0.outcome.rawValue, message: $0.message) }
-                return [try Frame(UpdateReply(id: request.id, catalogs: sources, updated: report.updated, failed: report.failed, changed: report.changed))]
+                return [try Frame(UpdateReply(id: request.id, catalogs: sources, updated: report.updated, failed: report.failed, deferred: report.deferred,
+                                              changed: report.changed, dryRun: report.dryRun, planned: report.planned))]
             },
         ]
     }

@@ -107,6 +107,7 @@ public enum ConfigRegistry {
         ConfigKey("Assets", "AppQuota", "", repeatable: true, doc: "Per-app override of MaxReservedLocales, as APP_ID=N. Repeatable.", validate: ConfigValidation.appQuota),
         ConfigKey("Assets", "ReservationExpirySec", "7776000", doc: "A reservation unused this long (90 days) expires.", validate: ConfigValidation.seconds(in: 60...(3650 * 86400))),
         ConfigKey("Assets", "GCGracePeriodSec", "86400", doc: "How long an asset no reservation needs is kept before garbage collection removes it.", validate: ConfigValidation.seconds(in: 0...(3650 * 86400))),
+        ConfigKey("Assets", "KeepPreviousForSec", "259200", doc: "How long the version an update replaced is kept for `earshotctl rollback` (3 days); the store budget may remove it sooner. 0: retire it as soon as no session uses it.", validate: ConfigValidation.seconds(in: 0...(3650 * 86400))),
         ConfigKey("Assets", "MaxStoreSize", "0", doc: "Budget for installed assets in bytes; above it the least recently used unneeded assets are removed. 0: no budget.", validate: ConfigValidation.integer(in: 0...Int.max)),
         ConfigKey("Assets", "GCIntervalSec", "3600", doc: "Seconds between automatic garbage collection runs.", validate: ConfigValidation.seconds(in: 1...(30 * 86400))),
         ConfigKey("Assets", "UpdateBandwidthLimit", "0", doc: "Bytes per second for unattended update downloads. 0: unlimited.", validate: ConfigValidation.integer(in: 0...Int.max)),

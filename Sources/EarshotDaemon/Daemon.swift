@@ -62,9 +62,11 @@ public struct Daemon: Sendable {
             }
         }
 
+        // One clock for every timer loop (GC, download backoff, progress, model lingering).
+        let clock = SystemServiceClock()
         let assets: AssetService
         do {
-            assets = try AssetService(settings: assetSettings(config, paths), log: { logger.info("assets: \($0)") })
+            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, log: { logger.log(LogLevel(rawValue: $0.priority.rawValue) ?? .info, "assets: \($0.message)", $0.fields) })
             try await assets.start()
         } catch {
             logger.error("cannot open the asset store in \(paths.stateDirectory): \(error)")
@@ -91,7 +93,7 @@ public struct Daemon: Sendable {
                                 started: .now, limits: limits)
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
-            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")))
+            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")), clock: clock)
         let metrics = DaemonMetrics()
         let errors = ErrorMap(logger: logger, metrics: metrics)
         let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
@@ -155,11 +157,7 @@ public struct Daemon: Sendable {
                 return .coordinatorStopped
             }
             group.addTask {
-                // Lingering models unload when their time is up.
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    await speech.evict()
-                }
+                await speech.runEvictor() // lingering models unload when their time is up
                 return .assetsStopped
             }
             if let interval = manager.watchdogInterval {
@@ -289,6 +287,7 @@ public struct Daemon: Sendable {
             reservationExpiry: config.seconds("Assets.ReservationExpirySec"), gcGracePeriod: config.seconds("Assets.GCGracePeriodSec"),
             maxStoreSize: Int64(config.int("Assets.MaxStoreSize")), gcInterval: config.seconds("Assets.GCIntervalSec"),
             download: download, updateBandwidthLimit: config.int("Assets.UpdateBandwidthLimit") > 0 ? Int64(config.int("Assets.UpdateBandwidthLimit")) : nil)
+        settings.keepPreviousFor = config.seconds("Assets.KeepPreviousForSec")
         if let pause = environment["EARSHOT_TEST_PAUSE"], let colon = pause.firstIndex(of: ":"),
            let phase = InstallPhase(rawValue: String(pause[..<colon])), let seconds = Double(pause[pause.index(after: colon)...]) {
             settings.testPause = (phase, seconds)

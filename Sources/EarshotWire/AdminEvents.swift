@@ -108,8 +108,13 @@ public struct CatalogAssetInfo: Codable, Sendable, Hashable {
     public var locales: [String]
     public var size: Int64
     public var license: String
+    /// Whether this version is installed.
     public var installed: Bool
-    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], size: Int64, license: String, installed: Bool) {
+    /// The current installed version of this asset, when one is (older while an update is due).
+    public var installedVersion: Int?
+    public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], size: Int64, license: String, installed: Bool,
+                installedVersion: Int? = nil) {
+        self.installedVersion = installedVersion
         self.id = id
         self.version = version
         self.kind = kind
@@ -119,6 +124,7 @@ public struct CatalogAssetInfo: Codable, Sendable, Hashable {
         self.license = license
         self.installed = installed
     }
+    enum CodingKeys: String, CodingKey { case id, version, kind, engine, locales, size, license, installed, installedVersion = "installed_version" }
 }
 
 /// `earshot.catalog.result`.
@@ -154,6 +160,33 @@ public struct CancelInstallReply: WireEvent, Hashable {
         self.id = id
         self.cancelled = cancelled
     }
+}
+
+/// `earshot.rollback`: make the kept previous version of `asset` current again (admin).
+public struct RollbackRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.rollback"
+    public var id: String?
+    public var asset: String
+    public init(id: String? = nil, asset: String) {
+        self.id = id
+        self.asset = asset
+    }
+}
+
+/// `earshot.rollback.result`: the versions switched between.
+public struct RollbackReply: WireEvent, Hashable {
+    public static let eventType = "earshot.rollback.result"
+    public var id: String?
+    public var asset: String
+    public var fromVersion: Int
+    public var toVersion: Int
+    public init(id: String?, asset: String, fromVersion: Int, toVersion: Int) {
+        self.id = id
+        self.asset = asset
+        self.fromVersion = fromVersion
+        self.toVersion = toVersion
+    }
+    enum CodingKeys: String, CodingKey { case id, asset, fromVersion = "from_version", toVersion = "to_version" }
 }
 
 /// `earshot.gc`: run garbage collection now (admin).
@@ -201,11 +234,45 @@ public struct GCReply: WireEvent, Hashable {
 }
 
 /// `earshot.update`: refresh catalogs and update installed assets (admin); install progress events
-/// follow.
+/// follow. With `dry_run` catalogs are fetched and verified but nothing is stored or installed.
 public struct UpdateRequest: WireEvent, Hashable {
     public static let eventType = "earshot.update"
     public var id: String?
-    public init(id: String? = nil) { self.id = id }
+    public var dryRun: Bool
+    public init(id: String? = nil, dryRun: Bool = false) {
+        self.id = id
+        self.dryRun = dryRun
+    }
+    enum CodingKeys: String, CodingKey { case id, dryRun = "dry_run" }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decodeIfPresent(String.self, forKey: .id)
+        dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
+    }
+}
+
+/// One asset an update installs (or would install).
+public struct UpdatePlanInfo: Codable, Sendable, Hashable {
+    public var asset: String
+    public var fromVersion: Int
+    public var toVersion: Int
+    /// Bytes still to download.
+    public var downloadBytes: Int64
+    /// What is left to download plus the installed size.
+    public var spaceNeeded: Int64
+    /// Bytes freed once the old version is retired.
+    public var frees: Int64
+    public init(asset: String, fromVersion: Int, toVersion: Int, downloadBytes: Int64, spaceNeeded: Int64, frees: Int64) {
+        self.asset = asset
+        self.fromVersion = fromVersion
+        self.toVersion = toVersion
+        self.downloadBytes = downloadBytes
+        self.spaceNeeded = spaceNeeded
+        self.frees = frees
+    }
+    enum CodingKeys: String, CodingKey {
+        case asset, fromVersion = "from_version", toVersion = "to_version", downloadBytes = "download_bytes", spaceNeeded = "space_needed", frees
+    }
 }
 
 /// `earshot.update.result`.
@@ -215,15 +282,37 @@ public struct UpdateReply: WireEvent, Hashable {
     public var catalogs: [CatalogSourceInfo]
     /// `id@old→new` per updated asset.
     public var updated: [String]
+    /// Failures an admin must look at (signature, rollback, hash, disk).
     public var failed: [String]
+    /// Downloads that reached no mirror; the next run tries again.
+    public var deferred: [String]
     /// False when nothing changed (`earshotctl update` exits 2).
     public var changed: Bool
-    public init(id: String?, catalogs: [CatalogSourceInfo], updated: [String], failed: [String], changed: Bool) {
+    public var dryRun: Bool
+    /// Every asset with a newer catalog version and what installing it takes.
+    public var planned: [UpdatePlanInfo]
+    public init(id: String?, catalogs: [CatalogSourceInfo], updated: [String], failed: [String], deferred: [String] = [], changed: Bool,
+                dryRun: Bool = false, planned: [UpdatePlanInfo] = []) {
         self.id = id
         self.catalogs = catalogs
         self.updated = updated
         self.failed = failed
+        self.deferred = deferred
         self.changed = changed
+        self.dryRun = dryRun
+        self.planned = planned
+    }
+    enum CodingKeys: String, CodingKey { case id, catalogs, updated, failed, deferred, changed, dryRun = "dry_run", planned }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decodeIfPresent(String.self, forKey: .id)
+        catalogs = try c.decode([CatalogSourceInfo].self, forKey: .catalogs)
+        updated = try c.decode([String].self, forKey: .updated)
+        failed = try c.decode([String].self, forKey: .failed)
+        deferred = try c.decodeIfPresent([String].self, forKey: .deferred) ?? []
+        changed = try c.decode(Bool.self, forKey: .changed)
+        dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
+        planned = try c.decodeIfPresent([UpdatePlanInfo].self, forKey: .planned) ?? []
     }
 }
 

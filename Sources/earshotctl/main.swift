@@ -20,10 +20,24 @@ let usage = """
       install --locale L [--module KIND] [--preset NAME]
                                                install what a module needs (exit 2: already installed)
       cancel ASSET                             stop an asset's install; the partial download is kept
+      rollback ASSET                           make the version the last update replaced current again (kept for
+                                               [Assets] KeepPreviousForSec); later updates install only newer ones
       gc [--dry-run]                           garbage-collect now; report what is (or would be) freed
-      update                                   refresh catalogs and update installed assets (exit 2: nothing changed)
+      update [--dry-run]                       refresh catalogs and update installed assets (--dry-run: fetch and
+                                               verify catalogs, list each asset from → to, bytes to fetch, space
+                                               needed and what GC would free; change nothing)
       stats                                    analysis sessions and loaded models with their memory
+    an option a command does not take is an error.
+    exit status: 0 done (something changed), 1 needs an admin (an error, a refused signature or rollback,
+      a bad hash, no disk space), 2 nothing to do (update: nothing newer, or no source reachable: a
+      warning says why and the next run tries again)
     """
+
+/// `yes`, `no`, or the older version installed (an update is due).
+func installedColumn(_ asset: CatalogAssetInfo) -> String {
+    if asset.installed { return "yes" }
+    return asset.installedVersion.map { "version \($0) (older)" } ?? "no"
+}
 
 let invocation = CommandInvocation.parse(
     program: "earshotctl", usage: usage,
@@ -33,6 +47,17 @@ let arguments = invocation.arguments
 let command = invocation.command
 let json = arguments.has("json")
 let subcommand = arguments.positional.count > 1 ? arguments.positional[1] : nil
+/// The options each command takes besides `--socket` and `--json`.
+let commandOptions: [String: Set<String>] = [
+    "status": [], "config": [], "assets": [], "stats": [], "cancel": [], "rollback": [],
+    "catalog": ["id", "kind", "engine", "locale", "license", "format", "role", "version", "catalog"],
+    "reservations": ["all"], "release": ["locale", "uid", "app"], "install": ["locale", "module", "preset"],
+    "gc": ["dry-run"], "update": ["dry-run"],
+]
+if let allowed = commandOptions[command] {
+    let catalogFlags: Set<String> = subcommand == "add-asset" ? allowed : []
+    invocation.require(only: command == "catalog" ? catalogFlags : allowed, common: ["socket", "json"], program: "earshotctl", usage: usage)
+}
 
 if command == "catalog", subcommand == "add-asset" {
     exit(await AddAssetCommand.run(arguments).rawValue)
@@ -63,7 +88,7 @@ do {
             Output.table(["SOURCE", "VERSION", "KEY", "REFRESH"], reply.sources.map { [$0.url, $0.version.map(String.init) ?? "-", $0.keyId ?? "-", [$0.outcome, $0.message].compactMap { $0 }.joined(separator: ": ")] })
             print("")
             Output.table(["ASSET", "VERSION", "KIND", "ENGINE", "LOCALES", "SIZE", "INSTALLED"],
-                         reply.assets.map { [$0.id, "\($0.version)", $0.kind.rawValue, $0.engine, $0.locales.joined(separator: ","), ProgressDisplay.bytes($0.size), $0.installed ? "yes" : "no"] })
+                         reply.assets.map { [$0.id, "\($0.version)", $0.kind.rawValue, $0.engine, $0.locales.joined(separator: ","), ProgressDisplay.bytes($0.size), installedColumn($0)] })
         }
         if reply.sources.contains(where: { $0.outcome == "failed" }) { code = .failure }
     case "assets":
@@ -93,6 +118,10 @@ do {
         let reply = try await connection.request(CancelInstallRequest(asset: asset), expecting: CancelInstallReply.self)
         if json { Output.json(reply) } else { print(reply.cancelled ? "cancelled the install of \(asset)" : "no install of \(asset) is running") }
         code = reply.cancelled ? .success : .nothingToDo
+    case "rollback":
+        guard let asset = subcommand else { invocation.unknownCommand(program: "earshotctl", usage: usage) }
+        let reply = try await connection.request(RollbackRequest(asset: asset), expecting: RollbackReply.self)
+        if json { Output.json(reply) } else { print("rolled back \(reply.asset) \(reply.fromVersion) → \(reply.toVersion)") }
     case "gc":
         let reply = try await connection.request(GCRequest(dryRun: arguments.has("dry-run")), expecting: GCReply.self)
         if json {
@@ -120,7 +149,7 @@ do {
         }
     case "update":
         let display = ProgressDisplay()
-        let reply = try await connection.request(UpdateRequest(), expecting: UpdateReply.self) { frame in
+        let reply = try await connection.request(UpdateRequest(dryRun: arguments.has("dry-run")), expecting: UpdateReply.self) { frame in
             if !json, let event = try? frame.decode(InstallProgress.self) { display.show(event) }
         }
         display.finish()
@@ -128,11 +157,19 @@ do {
             Output.json(reply)
         } else {
             for source in reply.catalogs { print("catalog \(source.url): \(source.outcome ?? "?")\(source.message.map { " (\($0))" } ?? "")") }
+            if reply.dryRun {
+                for item in reply.planned {
+                    print("would update \(item.asset) \(item.fromVersion) → \(item.toVersion): fetch \(ProgressDisplay.bytes(item.downloadBytes)), "
+                          + "needs \(ProgressDisplay.bytes(item.spaceNeeded)), frees \(ProgressDisplay.bytes(item.frees)) after")
+                }
+            }
             for line in reply.updated { print("updated \(line)") }
             for line in reply.failed { Output.note("failed: \(line)") }
-            if !reply.changed { print("nothing to update") }
+            for line in reply.deferred { Output.note("warning: \(line); the next run tries again") }
+            for source in reply.catalogs where source.outcome == "unreachable" { Output.note("warning: catalog \(source.url) unreachable; the next run tries again") }
+            if !reply.changed { print(reply.dryRun ? "nothing would change" : "nothing to update") }
         }
-        code = !reply.failed.isEmpty || reply.catalogs.contains { $0.outcome == "failed" } ? .failure : reply.changed ? .success : .nothingToDo
+        code = ExitCode(update: reply)
     default:
         invocation.unknownCommand(program: "earshotctl", usage: usage)
     }

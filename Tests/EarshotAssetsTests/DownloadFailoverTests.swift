@@ -38,15 +38,51 @@ struct DownloadFailoverTests {
         #expect(options.backoff(afterAttempt: 1) == .milliseconds(200))
         #expect(options.backoff(afterAttempt: 2) == .milliseconds(400))
 
-        let started = ContinuousClock.now
-        let result = try await downloader.download(fixture.request([server.url("broken/model.bin"), good], options: options))
-        let elapsed = ContinuousClock.now - started
+        let clock = ManualClock()
+        let downloader = Downloader(clock: clock)
+        let request = fixture.request([server.url("broken/model.bin"), good], options: options)
+        let download = Task { try await downloader.download(request) }
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: .milliseconds(200))
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: .milliseconds(400))
+        let result = try await download.value
 
         #expect(result.url == good)
         #expect(fixture.contents == data)
-        #expect(elapsed >= .milliseconds(600), "backoff waits 200 ms then 400 ms between the three attempts")
+        #expect(clock.requestedSleeps == [.milliseconds(200), .milliseconds(400)], "backoff waits 200 ms then 400 ms between the three attempts")
         let log = await server.accessLog(atLeast: 4)
         #expect(log.map(\.status) == [500, 500, 500, 200])
+    }
+
+    /// Backoff followed real time whatever clock was injected (catalog fetches slept with
+    /// `Task.sleep`); every wait now follows the injected clock.
+    @Test("backoff waits follow the injected clock: no attempt before the clock reaches it")
+    func backoffWaitsFollowTheManualClock() async throws {
+        let server = try await NginxServer.start(.init(routes: [.init(prefix: "/broken/", status: 503)]))
+        var options = DownloadOptions.testing
+        options.maxAttemptsPerMirror = 3
+        options.backoffBase = .seconds(3600)
+        options.backoffCap = .seconds(7200)
+        let clock = ManualClock()
+        let downloader = Downloader(clock: clock)
+        let url = server.url("broken/catalog.json")
+        let fetch = Task { try await downloader.fetch(url: url, etag: nil, lastModified: nil, maxBytes: 1 << 20, options: options) }
+        await clock.sleepers(atLeast: 1)
+        #expect(clock.requestedSleeps == [.seconds(3600)], "an hour's backoff on the manual clock, not in real time")
+        #expect(await server.accessLog(atLeast: 1).count == 1, "no second attempt before the clock moves")
+        clock.advance(by: .seconds(3600))
+        await clock.sleepers(atLeast: 1)
+        #expect(clock.requestedSleeps == [.seconds(3600), .seconds(7200)])
+        #expect(await server.accessLog(atLeast: 2).count == 2)
+        clock.advance(by: .seconds(7200))
+        let error = await #expect(throws: DownloadError.self) { try await fetch.value }
+        guard case .allMirrorsFailed(let failures) = error else {
+            Issue.record("expected allMirrorsFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(failures.map(\.attempts) == [3])
+        #expect(await server.accessLog(atLeast: 3).map(\.status) == [503, 503, 503])
     }
 
     @Test("when every mirror fails the error lists each with its last reason and attempt count")

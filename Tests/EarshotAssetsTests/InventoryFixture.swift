@@ -1,18 +1,18 @@
 import EarshotAssets
+import EarshotSystem
 import EarshotWire
 import Foundation
 import Testing
 import TestSupport
 
-/// A wall clock the test sets: GC grace periods and reservation expiry without waiting.
-final class TestWallClock: WallClock, @unchecked Sendable {
+/// Log entries as the service wrote them.
+final class AssetLogRecorder: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: Double
+    private var entries: [AssetLogEntry] = []
 
-    init(_ start: Double = 1_750_000_000) { value = start }
-
-    func now() -> Double { lock.withLock { value } }
-    func advance(_ seconds: Double) { lock.withLock { value += seconds } }
+    func record(_ entry: AssetLogEntry) { lock.withLock { entries.append(entry) } }
+    var all: [AssetLogEntry] { lock.withLock { entries } }
+    var warnings: [AssetLogEntry] { all.filter { $0.priority == .warning } }
 }
 
 /// Install progress as one waiter saw it (the sink runs on the job's thread).
@@ -33,7 +33,10 @@ final class InventoryFixture: Sendable {
     let directory: TempDirectory
     let tool: MinisignTool
     let keys: MinisignTool.KeyPair
-    let clock = TestWallClock()
+    /// The service's clock: GC intervals, backoff, grace periods and expiry without waiting.
+    let clock = ManualClock()
+    /// What the services made by ``makeService(_:clock:)`` logged.
+    let logs = AssetLogRecorder()
 
     var keysDirectory: String { directory.file("keys") }
     var stateDirectory: String { directory.file("state") }
@@ -142,9 +145,10 @@ final class InventoryFixture: Sendable {
     }
 
     /// A started service with refreshed catalogs (every refresh must succeed); `run()` is not
-    /// running yet.
-    func makeService(_ settings: AssetSettings? = nil) async throws -> ServiceHandle {
-        let service = try AssetService(settings: settings ?? self.settings(), clock: clock)
+    /// running yet. Its clock is ``clock`` unless `clock` is given (tests of real-time transfer
+    /// progress pass the system clock).
+    func makeService(_ settings: AssetSettings? = nil, clock: (any ServiceClock)? = nil) async throws -> ServiceHandle {
+        let service = try AssetService(settings: settings ?? self.settings(), clock: clock ?? self.clock, log: logs.record)
         try await service.start()
         let refreshed = await service.refreshCatalogs()
         #expect(refreshed.allSatisfy { $0.outcome != .failed }, "catalog refresh: \(refreshed)")
@@ -152,8 +156,8 @@ final class InventoryFixture: Sendable {
     }
 
     /// Runs `body` with a started service whose `run()` loop executes jobs, and stops it after.
-    func withService(_ settings: AssetSettings? = nil, running: Bool = true, _ body: (ServiceHandle) async throws -> Void) async throws {
-        let handle = try await makeService(settings)
+    func withService(_ settings: AssetSettings? = nil, clock: (any ServiceClock)? = nil, running: Bool = true, _ body: (ServiceHandle) async throws -> Void) async throws {
+        let handle = try await makeService(settings, clock: clock)
         if running { handle.startRunning() }
         do {
             try await body(handle)

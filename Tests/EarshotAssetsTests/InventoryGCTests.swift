@@ -26,7 +26,7 @@ struct InventoryGCTests {
 
             // Unreserved at t0: marked, kept through the grace period.
             #expect(try await service.release("en-US", for: appA))
-            let t0 = clock.now()
+            let t0 = clock.wallTime()
             report = try await service.collectGarbage(dryRun: false)
             #expect(report.removed.isEmpty)
             #expect(try await service.installedAssets().first?.unneededSince == t0)
@@ -40,7 +40,7 @@ struct InventoryGCTests {
             #expect(try await service.installedAssets().first?.unneededSince == nil)
             // ...and set anew when released.
             #expect(try await service.release("en-GB", for: appB))
-            let t1 = clock.now()
+            let t1 = clock.wallTime()
             _ = try await service.collectGarbage(dryRun: false)
             #expect(try await service.installedAssets().first?.unneededSince == t1)
 
@@ -87,7 +87,7 @@ struct InventoryGCTests {
             #expect(try await !service.reserve("de-DE", for: appB))
             let touched = try await service.install([Modules.dictation("fr-BE")], for: otherUser) { _ in }
             #expect(!touched.nothingToDo)
-            #expect(try await service.reservations(of: otherUser).first?.lastUsed == clock.now())
+            #expect(try await service.reservations(of: otherUser).first?.lastUsed == clock.wallTime())
 
             clock.advance(400)
             #expect(try await service.collectGarbage(dryRun: false).expiredReservations.isEmpty, "exactly ReservationExpiry is not yet expired")
@@ -102,7 +102,7 @@ struct InventoryGCTests {
             #expect(report.removed.isEmpty)
             // The asset it needed is now unneeded since this run, and goes after the grace period.
             let english = try #require(try await service.installedAssets().first { $0.entry.id == "tx-en" })
-            #expect(english.unneededSince == clock.now())
+            #expect(english.unneededSince == clock.wallTime())
             clock.advance(100)
             #expect(try await service.collectGarbage(dryRun: false).removed.map(\.asset) == ["tx-en@1"])
             #expect(try await service.installedAssets().map(\.key) == ["dict-fr@1"])
@@ -129,7 +129,7 @@ struct InventoryGCTests {
             #expect(lease.key == "tx-en@1")
             #expect(lease.path == fixture.assetsDirectory + "/tx-en/1")
             #expect(await service.leasedAssets == ["tx-en@1"])
-            #expect(try await service.installedAssets().first?.lastUsed == clock.now(), "a lease counts as use")
+            #expect(try await service.installedAssets().first?.lastUsed == clock.wallTime(), "a lease counts as use")
             #expect(try await service.installedAssetInfo().first?.leased == true)
 
             #expect(try await service.release("en-US", for: appA))

@@ -144,7 +144,8 @@ struct InventoryHardeningTests {
             try Data(StandardFiles.bytes(bytes, seed: 44)).write(to: URL(fileURLWithPath: downloads + "/" + name))
         }
 
-        try await fixture.withService { handle async throws in
+        // Progress of real transfers, paced by real time.
+        try await fixture.withService(clock: SystemServiceClock()) { handle async throws in
             let service = handle.service
             // A job cancelled mid-download (its last reservation released): resumable, kept.
             let keepLog = ProgressLog()
@@ -186,8 +187,9 @@ struct InventoryHardeningTests {
         try await fixture.withService(running: false) { handle async throws in
             #expect(fixture.entries(downloads) == [keep.sha256, keep.sha256 + ".meta"].sorted())
             #expect(try await handle.service.collectGarbage(dryRun: true).orphanedDownloads.isEmpty)
-            // A cancelled install is resumable for the GC grace period, then its partial goes too.
-            fixture.clock.advance(86400)
+            // A cancelled install is resumable for the GC grace period, then its partial goes too
+            // (the cancellation was dated by the system clock the first service ran on).
+            fixture.clock.advance(Date().timeIntervalSince1970 - fixture.clock.wallTime() + 86400)
             let report = try await handle.service.collectGarbage(dryRun: false)
             #expect(report.orphanedDownloads.map(\.asset) == ["downloads/" + keep.sha256], "\(report.removed)")
             #expect(report.summary.contains("1 orphaned download(s)"), "\(report.summary)")

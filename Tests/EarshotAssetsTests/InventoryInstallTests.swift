@@ -1,4 +1,5 @@
 @testable import EarshotAssets
+import EarshotSystem
 import EarshotWire
 import Foundation
 import Testing
@@ -33,7 +34,7 @@ struct InventoryInstallTests {
             #expect(asset.path == dir)
             #expect(asset.bytes == 100_000)
             #expect(asset.current)
-            #expect(asset.installedAt == fixture.clock.now())
+            #expect(asset.installedAt == fixture.clock.wallTime())
             #expect(asset.unneededSince == nil)
             // Staging and the download cache are empty again; no job is left.
             #expect(fixture.entries(fixture.stagingDirectory).isEmpty)
@@ -91,7 +92,8 @@ struct InventoryInstallTests {
         let entry = try fixture.asset("tx-big", locales: ["en-US"], path: archive, files: ["model": "model.onnx"], urls: [url])
         try await fixture.publish(version: 1, [entry])
 
-        try await fixture.withService { handle async throws in
+        // Progress of a real rate-limited transfer, paced by real time.
+        try await fixture.withService(clock: SystemServiceClock()) { handle async throws in
             let service = handle.service
             let clients = (0..<10).map { ClientIdentity(uid: 2000 + UInt32($0), appID: "org.example.many") }
             let logs = clients.map { _ in ProgressLog() }
@@ -183,7 +185,8 @@ struct InventoryInstallTests {
         try await fixture.publish(version: 1, [entry])
         let partial = fixture.downloadsDirectory + "/" + entry.sha256
 
-        try await fixture.withService { handle async throws in
+        // Progress of a real rate-limited transfer, paced by real time.
+        try await fixture.withService(clock: SystemServiceClock()) { handle async throws in
             let service = handle.service
             let english = Modules.transcriber("en-US")
             let (logA, logB) = (ProgressLog(), ProgressLog())
@@ -241,5 +244,28 @@ struct InventoryInstallTests {
         #expect(fixture.entries(fixture.assetsDirectory).isEmpty, "\(fixture.entries(fixture.assetsDirectory))", sourceLocation: sourceLocation)
         #expect(fixture.entries(fixture.stagingDirectory).isEmpty, "\(fixture.entries(fixture.stagingDirectory))", sourceLocation: sourceLocation)
         #expect(await service.jobInfo().isEmpty, sourceLocation: sourceLocation)
+    }
+
+    /// Progress throttling read `DispatchTime` whatever clock the service had; it follows the
+    /// injected clock now.
+    @Test("byte-count progress is throttled on the injected clock; phase changes pass at once")
+    func progressThrottlingFollowsTheManualClock() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        let entry = try await fixture.standardAssets()[0]
+        let clock = ManualClock()
+        let job = InstallJob(entry: entry, bandwidthLimit: nil, isUpdate: false, clock: clock)
+        let log = ProgressLog()
+        _ = job.addSink(log.record)
+        job.publish(.downloading, bytesDone: 1)
+        job.publish(.downloading, bytesDone: 2)
+        clock.advance(by: InstallJob.progressInterval - .nanoseconds(1))
+        job.publish(.downloading, bytesDone: 3)
+        #expect(log.all.map(\.bytesDone) == [0, 1], "nothing new within the interval")
+        clock.advance(by: .nanoseconds(1))
+        job.publish(.downloading, bytesDone: 4)
+        job.publish(.verifying, bytesDone: 5)
+        #expect(log.all.map(\.bytesDone) == [0, 1, 4, 5])
+        #expect(log.phases == [.queued, .downloading, .downloading, .verifying])
     }
 }

@@ -51,7 +51,7 @@ struct InventoryReservationTests {
             fixture.clock.advance(100)
             let again = try await service.install([Modules.dictation("fr-CH")], for: appA) { _ in }
             #expect(again.nothingToDo)
-            #expect(try await service.reservations(of: appA).map(\.lastUsed) == [fixture.clock.now()])
+            #expect(try await service.reservations(of: appA).map(\.lastUsed) == [fixture.clock.wallTime()])
             #expect(try await service.release("fr_BE", for: appA))
         }
     }
@@ -141,7 +141,7 @@ struct InventoryReservationTests {
         try await fixture.publishStandardCatalog()
         try await fixture.withService(running: false) { handle async throws in
             let service = handle.service
-            let start = fixture.clock.now()
+            let start = fixture.clock.wallTime()
             #expect(try await service.reserve("en-US", for: appA))
             fixture.clock.advance(5)
             #expect(try await service.reserve("fr", for: appA))

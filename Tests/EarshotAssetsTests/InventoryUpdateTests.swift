@@ -33,7 +33,7 @@ struct InventoryUpdateTests {
             let v2 = fixture.assetsDirectory + "/tx-en/2"
 
             try await publish(fixture, catalogVersion: 2, assetVersion: 2, encoder: Self.v2Encoder)
-            let report = await service.update()
+            let report = await service.update(requestedBy: "test")
             #expect(report.catalogs.map(\.outcome) == [.updated])
             #expect(report.catalogs.first?.version == 2)
             #expect(report.updated == ["tx-en@1→2"])
@@ -60,13 +60,13 @@ struct InventoryUpdateTests {
             #expect(fixture.exists(v2), "the current version stays when its lease ends")
 
             // Nothing new: changed is false (the update timer's exit status 2).
-            let again = await service.update()
+            let again = await service.update(requestedBy: "test")
             #expect(again.catalogs.map(\.outcome) == [.unchanged])
             #expect(again.updated.isEmpty && again.failed.isEmpty)
             #expect(!again.changed)
             // Re-signing the same document changes nothing either.
             try await fixture.tool.sign(fixture.catalogPath, with: fixture.keys, in: fixture.directory)
-            #expect(await !service.update().changed)
+            #expect(await !service.update(requestedBy: "test").changed)
         }
     }
 
@@ -79,7 +79,7 @@ struct InventoryUpdateTests {
             let service = handle.service
             _ = try await service.install([Modules.transcriber("en-US")], for: appA) { _ in }
             try await publish(fixture, catalogVersion: 5, assetVersion: 2, encoder: Self.v2Encoder)
-            let report = await service.update()
+            let report = await service.update(requestedBy: "test")
             #expect(report.updated == ["tx-en@1→2"] && report.changed)
             #expect(try await service.installedAssets().map(\.key) == ["tx-en@2"])
             #expect(fixture.entries(fixture.assetsDirectory + "/tx-en") == ["2"])
@@ -111,7 +111,7 @@ struct InventoryUpdateTests {
             #expect(summary.assets.map { "\($0.id)@\($0.version)" } == ["tx-en@2"])
             #expect(summary.sources.map(\.version) == [7])
 
-            let report = await service.update()
+            let report = await service.update(requestedBy: "test")
             #expect(report.catalogs.map(\.outcome) == [.failed])
             #expect(!report.changed && report.updated.isEmpty)
         }

@@ -1,7 +1,7 @@
 @testable import EarshotSpeech
 import Foundation
-import Synchronization
 import Testing
+import TestSupport
 
 /// The shared model cache's retention, with an injected clock and a stand-in model.
 @Suite struct ModelCacheTests {
@@ -9,18 +9,12 @@ import Testing
         func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { Transcription(text: "") }
     }
 
-    final class Clock: Sendable {
-        private let time = Mutex(1000.0)
-        func now() -> Double { time.withLock { $0 } }
-        func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
-    }
-
     static func loadedKeys(_ cache: ModelCache) async -> [String] { await cache.loaded.map(\.key) }
 
     /// Issue 8, defect 13: `end-retention` from one user unloaded every user's lingering models.
     @Test func endRetentionDropsOnlyTheCallersRetention() async throws {
-        let clock = Clock()
-        let cache = ModelCache(lingerSeconds: 300, now: { clock.now() })
+        let clock = ManualClock()
+        let cache = ModelCache(lingerSeconds: 300, clock: clock)
         for _ in 0..<2 { _ = try await cache.acquire("m") { (Model(), 1) } }
         // uid 1000 lets it linger, uid 2000 keeps it for its connection 7's lifetime.
         await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
@@ -39,8 +33,8 @@ import Testing
     }
 
     @Test func lingeringIsKeptPerUserUntilItsTimeRunsOut() async throws {
-        let clock = Clock()
-        let cache = ModelCache(lingerSeconds: 300, now: { clock.now() })
+        let clock = ManualClock()
+        let cache = ModelCache(lingerSeconds: 300, clock: clock)
         _ = try await cache.acquire("m") { (Model(), 1) }
         await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
         clock.advance(200)
@@ -57,5 +51,33 @@ import Testing
         await cache.endRetention(uid: 1000)
         #expect(await Self.loadedKeys(cache) == ["m"])
         #expect(await cache.loads == 2)
+    }
+
+    /// The evictor unloads a lingering model at exactly the linger time of the injected clock
+    /// (it used to poll once a real second).
+    @Test func evictorUnloadsAtExactlyTheLingerTime() async throws {
+        let clock = ManualClock()
+        let cache = ModelCache(lingerSeconds: 300, clock: clock)
+        let evictor = Task { await cache.runEvictor() }
+        defer { evictor.cancel() }
+        _ = try await cache.acquire("m") { (Model(), 1) }
+        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        await clock.sleepers(atLeast: 1)
+        #expect(clock.requestedSleeps.last == .seconds(300), "the evictor sleeps until the deadline")
+        clock.advance(by: .seconds(300) - .nanoseconds(1))
+        #expect(await Self.loadedKeys(cache) == ["m"], "one nanosecond early it stays")
+        clock.advance(by: .nanoseconds(1))
+        #expect(await Self.eventuallyUnloaded(cache), "unloaded at 300 s")
+        evictor.cancel()
+        await evictor.value
+    }
+
+    /// Waits (by yielding, not by time) until the evictor has run.
+    static func eventuallyUnloaded(_ cache: ModelCache) async -> Bool {
+        for _ in 0..<10_000 {
+            if await loadedKeys(cache).isEmpty { return true }
+            await Task.yield()
+        }
+        return false
     }
 }

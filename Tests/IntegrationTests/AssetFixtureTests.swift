@@ -147,9 +147,11 @@ final class AssetFixture: @unchecked Sendable {
     /// Writes a format-1 catalog of `assets` with `version`, signs it with real minisign and puts
     /// both on the server (`/catalog.json`, `/catalog.json.minisig`) with the given modification
     /// time (nginx's ETag comes from mtime and size, so successive catalogs get distinct times).
+    /// The engine is a neutral `test-engine`: the assets are random bytes no engine loads, and an
+    /// engine that needs a voice activity detector would make them unsupported without one.
     func publishCatalog(version: Int64, assets: [BuiltAsset], modified: Date = Date()) async throws {
         let document = CatalogDocument(version: version, assets: assets.map { asset in
-            CatalogDocument.Entry(id: asset.spec.id, version: asset.spec.version, kind: asset.spec.kind.rawValue, engine: "sherpa-onnx-whisper",
+            CatalogDocument.Entry(id: asset.spec.id, version: asset.spec.version, kind: asset.spec.kind.rawValue, engine: "test-engine",
                                   locales: asset.spec.locales, size: asset.size, installedSize: asset.installedSize, sha256: asset.sha256,
                                   urls: [asset.url], files: asset.spec.files.mapValues(\.path))
         })

@@ -216,9 +216,9 @@ import TestSupport
             let assets = try await admin.call(AssetsRequest(id: "a")).decode(AssetsReply.self)
             let current = assets.assets.filter(\.current)
             #expect(current.map { "\($0.id)@\($0.version)" } == ["asr-en@2"])
-            // Nobody leases v1, so the update retired it at once.
-            #expect(assets.assets.map(\.version) == [2])
-            #expect(fixture.installedVersionDirectories("asr-en") == ["2"])
+            // Nobody leases v1; it stays as the rollback target for KeepPreviousForSec.
+            #expect(assets.assets.map(\.version) == [1, 2])
+            #expect(fixture.installedVersionDirectories("asr-en") == ["1", "2"])
             if let path = current.first?.path {
                 #expect(fixture.contentProblems(v2, at: path).isEmpty)
             }

@@ -24,19 +24,11 @@ extension Downloader {
             case .document(let document): return document
             case .failure(let reason):
                 failures = [MirrorFailure(url: url, reason: reason, attempts: attempt)]
-                guard Self.isTransient(reason), attempt < options.maxAttemptsPerMirror else { throw .allMirrorsFailed(failures) }
-                try? await Task.sleep(for: options.backoff(afterAttempt: attempt))
+                guard reason.isTransient, attempt < options.maxAttemptsPerMirror else { throw .allMirrorsFailed(failures) }
+                _ = await pause(options.backoff(afterAttempt: attempt), shouldStop: { Task.isCancelled })
             }
         }
         throw .allMirrorsFailed(failures)
-    }
-
-    private static func isTransient(_ reason: MirrorFailure.Reason) -> Bool {
-        switch reason {
-        case .stalled: true
-        case .httpStatus(let status): status >= 500 || status == 408 || status == 429
-        default: false
-        }
     }
 }
 
@@ -70,6 +62,8 @@ private final class DocumentTransfer {
         defer { curl_slist_free_all(headers) }
         if let etag { headers = curl_slist_append(headers, "If-None-Match: \(etag)") }
         if let lastModified { headers = curl_slist_append(headers, "If-Modified-Since: \(lastModified)") }
+        // curl's own reason ("Failed to connect to … : Connection refused", "Could not resolve host: …").
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let me = Unmanaged.passUnretained(self).toOpaque()
         _ = CCurl_easy_setopt_string(easy, CURLOPT_URL, url)
         _ = CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https,file")
@@ -84,11 +78,14 @@ private final class DocumentTransfer {
         if let caFile = options.caFile { _ = CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile) }
         _ = CCurl_easy_setopt_write(easy, CURLOPT_WRITEFUNCTION, documentWrite)
         _ = CCurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
-        let code = curl_easy_perform(easy)
+        let code = errorBuffer.withUnsafeMutableBufferPointer { buffer in
+            _ = CCurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer.baseAddress)
+            return curl_easy_perform(easy)
+        }
         if overflow { return .failure(MirrorFailure.Reason.tooLarge) }
         guard code == CURLE_OK else {
-            let transient = [CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE].contains(code)
-            return .failure(transient ? MirrorFailure.Reason.stalled : MirrorFailure.Reason.curl(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
+            let detail = errorBuffer[0] != 0 ? errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } : String(cString: curl_easy_strerror(code))
+            return .failure(MirrorFailure.Reason.curl(code: Int(code.rawValue), message: detail))
         }
         var status = 0
         _ = CCurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)

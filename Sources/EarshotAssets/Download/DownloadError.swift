@@ -14,6 +14,13 @@ public enum DownloadError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Reading or writing the destination failed.
     case io(SystemError)
 
+    /// Whether no mirror could be reached: every failure is one worth trying again later
+    /// (``MirrorFailure/Reason/isTransient``), nothing an admin must fix.
+    public var isUnreachable: Bool {
+        guard case .allMirrorsFailed(let failures) = self, !failures.isEmpty else { return false }
+        return failures.allSatisfy(\.reason.isTransient)
+    }
+
     public var description: String {
         switch self {
         case .allMirrorsFailed(let failures):
@@ -37,6 +44,25 @@ public struct MirrorFailure: Sendable, Hashable, CustomStringConvertible {
         case stalled
         /// The mirror offered more bytes than the request's expected size.
         case tooLarge
+
+        /// Worth another attempt: name resolution, connecting, a connection that broke or timed
+        /// out mid-way, a cut TLS handshake, a stall, 5xx, 408 and 429. Not: other 4xx, TLS
+        /// verification, `file:` errors, too many bytes.
+        public var isTransient: Bool {
+            switch self {
+            case .stalled: true
+            case .httpStatus(let status): status >= 500 || status == 408 || status == 429
+            case .curl(let code, _): Self.transientCurlCodes.contains(code)
+            case .tooLarge: false
+            }
+        }
+
+        private static let transientCurlCodes: Set<Int> = [
+            5, 6, 7, // COULDNT_RESOLVE_PROXY, COULDNT_RESOLVE_HOST, COULDNT_CONNECT
+            16, 92, // HTTP2, HTTP2_STREAM
+            18, 28, 35, // PARTIAL_FILE, OPERATION_TIMEDOUT, SSL_CONNECT_ERROR
+            52, 55, 56, // GOT_NOTHING, SEND_ERROR, RECV_ERROR
+        ]
 
         public var description: String {
             switch self {

@@ -12,10 +12,10 @@ import Foundation
 public final class Downloader: Sendable {
     /// Sent as `User-Agent` with every HTTP request.
     public let userAgent: String
-    private let clock: any Clock<Duration>
+    private let clock: any ServiceClock
 
-    /// `clock` paces the backoff between attempts (inject one in tests).
-    public init(userAgent: String = "earshotd/\(EarshotVersion.string)", clock: any Clock<Duration> = ContinuousClock()) {
+    /// `clock` paces the backoff between attempts (the service's clock; a manual one in tests).
+    public init(userAgent: String = "earshotd/\(EarshotVersion.string)", clock: any ServiceClock = SystemServiceClock()) {
         CurlGlobal.ensureInitialized()
         self.userAgent = userAgent
         self.clock = clock
@@ -102,13 +102,13 @@ public final class Downloader: Sendable {
                     retryable = false
                 case .httpStatus(let status):
                     reason = .httpStatus(status)
-                    retryable = status >= 500 || status == 408 || status == 429
+                    retryable = reason.isTransient
                 case .stalled:
                     reason = .stalled
                     retryable = true
                 case .curl(let code, let message):
                     reason = .curl(code: code, message: message)
-                    retryable = Self.transientCurlCodes.contains(code)
+                    retryable = reason.isTransient
                 }
                 if retryable && attempts < request.options.maxAttemptsPerMirror {
                     guard await pause(request.options.backoff(afterAttempt: attempts), shouldStop: shouldStop) else {
@@ -126,15 +126,6 @@ public final class Downloader: Sendable {
         return .failure(.allMirrorsFailed(failures))
     }
 
-    /// libcurl errors worth another attempt on the same mirror: name resolution, connecting,
-    /// connections that broke or timed out mid-way, TLS handshakes that were cut.
-    private static let transientCurlCodes: Set<Int> = [
-        5, 6, 7, // COULDNT_RESOLVE_PROXY, COULDNT_RESOLVE_HOST, COULDNT_CONNECT
-        16, 92, // HTTP2, HTTP2_STREAM
-        18, 28, 35, // PARTIAL_FILE, OPERATION_TIMEDOUT, SSL_CONNECT_ERROR
-        52, 55, 56, // GOT_NOTHING, SEND_ERROR, RECV_ERROR
-    ]
-
     /// Free space first: with a known size, what is left to fetch must fit.
     private static func checkSpace(_ request: DownloadRequest) -> DownloadError? {
         guard let expected = request.expectedSize else { return nil }
@@ -149,17 +140,25 @@ public final class Downloader: Sendable {
         }
     }
 
-    /// Waits `duration` on the injected clock in short steps; false as soon as the download is cancelled.
-    private func pause(_ duration: Duration, shouldStop: @Sendable () -> Bool) async -> Bool {
-        var left = duration
-        let step = Duration.milliseconds(50)
-        while left > .zero {
-            if shouldStop() { return false }
-            let slice = min(step, left)
-            try? await clock.sleep(for: slice)
-            left -= slice
+    /// Waits `duration` on the injected clock; false as soon as the download is cancelled. The
+    /// wait itself follows the clock alone; a watcher notices `shouldStop` (a flag the transfer
+    /// thread also polls) within 50 ms of real time and ends the wait early.
+    func pause(_ duration: Duration, shouldStop: @escaping @Sendable () -> Bool) async -> Bool {
+        if shouldStop() { return false }
+        let clock = clock
+        let slept = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await clock.sleep(for: duration)) != nil }
+            group.addTask {
+                while !shouldStop() {
+                    do { try await Task.sleep(for: .milliseconds(50)) } catch { return true }
+                }
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
-        return !shouldStop()
+        return slept && !shouldStop()
     }
 }
 

@@ -90,15 +90,3 @@ public struct ClientIdentity: Sendable, Hashable, CustomStringConvertible {
     }
     public var description: String { "\(uid)/\(appID)" }
 }
-
-/// The time source, injectable for tests of expiry and grace periods.
-public protocol WallClock: Sendable {
-    func now() -> Double
-}
-
-/// The system clock (Unix seconds).
-public struct SystemWallClock: WallClock {
-    public init() {}
-    public func now() -> Double { Date().timeIntervalSince1970 }
-}
-

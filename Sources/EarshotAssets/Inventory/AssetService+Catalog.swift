@@ -16,7 +16,10 @@ struct StoredCatalog: Sendable {
 /// What refreshing one catalog source did.
 public struct CatalogRefreshResult: Sendable, Codable, Hashable {
     public enum Outcome: String, Sendable, Codable {
-        case updated, unchanged, failed
+        /// `unreachable`: the source could not be reached (DNS, connection, timeout, a 5xx); the
+        /// stored catalog stays and the next run tries again. `failed`: it answered with something
+        /// an admin must look at (a bad signature, a rollback, a missing file, a TLS failure).
+        case updated, unchanged, unreachable, failed
     }
     public var url: String
     public var outcome: Outcome
@@ -24,13 +27,19 @@ public struct CatalogRefreshResult: Sendable, Codable, Hashable {
     public var message: String?
 }
 
-/// What `update` did.
+/// What `update` did (or, on a dry run, would do).
 public struct UpdateReport: Sendable, Codable, Hashable {
+    public var dryRun: Bool
     public var catalogs: [CatalogRefreshResult]
+    /// Every asset with a newer catalog version, with what it takes.
+    public var planned: [UpdatePlanInfo]
     /// `id@old→new` for each asset updated.
     public var updated: [String]
+    /// Failures an admin must look at (verification, disk, a download refused for a known-bad hash).
     public var failed: [String]
-    /// Whether anything changed (the update timer treats "nothing" as exit status 2).
+    /// Downloads that could not reach any mirror; the next run tries again.
+    public var deferred: [String]
+    /// Whether anything changed (a dry run: would change).
     public var changed: Bool
 }
 
@@ -63,21 +72,33 @@ extension AssetService {
     /// Fetches every configured catalog (conditional GET), verifies its signature and version, and
     /// keeps the current one on any failure.
     public func refreshCatalogs() async -> [CatalogRefreshResult] {
-        reloadKeys()
-        var results: [CatalogRefreshResult] = []
-        for url in settings.catalogURLs {
-            results.append(await refresh(url))
+        await exclusively { () async -> [CatalogRefreshResult] in
+            let (results, _) = await fetchCatalogs(store: true)
+            return results
         }
-        recomputeCatalogAssets()
-        return results
     }
 
-    private func refresh(_ url: String) async -> CatalogRefreshResult {
+    /// Fetches and verifies every configured catalog; with `store` the new ones replace the
+    /// stored ones, without (a dry run) they are only returned. Callers hold ``gate``.
+    func fetchCatalogs(store: Bool) async -> ([CatalogRefreshResult], [String: StoredCatalog]) {
+        reloadKeys()
+        var results: [CatalogRefreshResult] = []
+        var fetched: [String: StoredCatalog] = [:]
+        for url in settings.catalogURLs {
+            let (result, record) = await refresh(url, store: store)
+            results.append(result)
+            fetched[url] = record
+        }
+        if store { recomputeCatalogAssets() }
+        return (results, fetched)
+    }
+
+    private func refresh(_ url: String, store: Bool) async -> (CatalogRefreshResult, StoredCatalog?) {
         let stored = catalogs[url]
         do {
             let document = try await downloader.fetch(url: url, etag: stored?.etag, lastModified: stored?.lastModified, maxBytes: Self.maxCatalogBytes, options: settings.download)
             if document.notModified, let stored {
-                return CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: "not modified")
+                return (CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: "not modified"), nil)
             }
             let signature = try await downloader.fetch(url: url + ".minisig", etag: nil, lastModified: nil, maxBytes: 64 << 10, options: settings.download)
             let verified = try SignedCatalog.verify(catalogBytes: document.body, signatureText: String(decoding: signature.body, as: UTF8.self),
@@ -85,24 +106,29 @@ extension AssetService {
             if let stored, stored.catalog.version == verified.catalog.version {
                 // A catalog changes only with a new version; a different body under the same one is refused.
                 guard stored.body == document.body else {
-                    throw AssetError.verificationFailed("catalog changed without raising its version (\(stored.catalog.version)); keeping the current one")
+                    throw AssetError.verificationFailed("catalog changed without raising its version (\(stored.catalog.version))")
                 }
-                return CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: nil)
+                return (CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: nil), nil)
             }
             let record = StoredCatalog(url: url, catalog: verified.catalog, body: document.body, signature: String(decoding: signature.body, as: UTF8.self),
-                                       keyID: verified.keyIDHex, etag: document.etag, lastModified: document.lastModified, fetchedAt: clock.now())
-            try await database.write { db in
-                try db.execute("""
-                    INSERT OR REPLACE INTO catalog_sources (url, version, body, signature, key_id, etag, last_modified, fetched_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, [.text(url), .int(record.catalog.version), .blob(record.body), .text(record.signature), .text(record.keyID),
-                          record.etag.map { .text($0) } ?? .null, record.lastModified.map { .text($0) } ?? .null, .double(record.fetchedAt)])
+                                       keyID: verified.keyIDHex, etag: document.etag, lastModified: document.lastModified, fetchedAt: clock.wallTime())
+            if store {
+                try await database.write { db in
+                    try db.execute("""
+                        INSERT OR REPLACE INTO catalog_sources (url, version, body, signature, key_id, etag, last_modified, fetched_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """, [.text(url), .int(record.catalog.version), .blob(record.body), .text(record.signature), .text(record.keyID),
+                              record.etag.map { .text($0) } ?? .null, record.lastModified.map { .text($0) } ?? .null, .double(record.fetchedAt)])
+                }
+                catalogs[url] = record
             }
-            catalogs[url] = record
-            return CatalogRefreshResult(url: url, outcome: .updated, version: record.catalog.version, message: nil)
+            return (CatalogRefreshResult(url: url, outcome: .updated, version: record.catalog.version, message: nil), record)
         } catch {
-            log("catalog \(url): \(error); keeping the current one")
-            return CatalogRefreshResult(url: url, outcome: .failed, version: stored?.catalog.version, message: "\(error)")
+            let unreachable = (error as? DownloadError)?.isUnreachable ?? false
+            let kept = stored.map { "keeping version \($0.catalog.version)" } ?? "no catalog from it yet"
+            log("catalog \(url) \(unreachable ? "unreachable" : "refused"): \(error); \(kept)", .warning,
+                ["source": url, "reason": "\(error)", "kept_version": stored.map { "\($0.catalog.version)" } ?? "none"])
+            return (CatalogRefreshResult(url: url, outcome: unreachable ? .unreachable : .failed, version: stored?.catalog.version, message: "\(error)"), nil)
         }
     }
 
@@ -112,27 +138,51 @@ extension AssetService {
     }
 
     /// Refreshes catalogs, installs newer versions of installed assets side by side (switching each
-    /// atomically when it commits) and retires old versions nobody uses.
-    public func update() async -> UpdateReport {
-        let refreshed = await refreshCatalogs()
+    /// atomically when it commits) and retires old versions nobody uses. A dry run fetches and
+    /// verifies the catalogs but stores nothing, starts nothing and reports the plan.
+    /// `requestedBy` (`timer`, `uid 1000`) goes into the log line of every change.
+    public func update(dryRun: Bool = false, requestedBy: String) async -> UpdateReport {
+        let (refreshed, fetched) = await exclusively { await fetchCatalogs(store: !dryRun) }
+        let assets = dryRun ? Catalog.merged(settings.catalogURLs.compactMap { (fetched[$0] ?? catalogs[$0])?.catalog }) : catalogAssets
+        let plan = (try? await updatePlan(assets)) ?? []
+        guard !dryRun else {
+            let changed = !plan.isEmpty || refreshed.contains { $0.outcome == .updated }
+            return UpdateReport(dryRun: true, catalogs: refreshed, planned: plan.map(\.item), updated: [], failed: [], deferred: [], changed: changed)
+        }
         var updated: [String] = []
         var failed: [String] = []
-        let installed = (try? await installedAssets().filter(\.current)) ?? []
-        var started: [(InstallJob, Int)] = []
-        for asset in installed {
-            guard let newer = catalogAssets.filter({ $0.id == asset.entry.id && $0.version > asset.entry.version }).max(by: { $0.version < $1.version }) else { continue }
-            started.append((job(for: newer, bandwidthLimit: settings.updateBandwidthLimit, isUpdate: true), asset.entry.version))
-        }
-        for (job, old) in started {
+        var deferred: [String] = []
+        let started = plan.map { ($0, job(for: $0.entry, bandwidthLimit: settings.updateBandwidthLimit, isUpdate: true)) }
+        for (step, job) in started {
+            let item = step.item
+            let fields = ["asset": item.asset, "from_version": "\(item.fromVersion)", "to_version": "\(item.toVersion)", "requested_by": requestedBy,
+                          "source": step.entry.urls.first ?? ""]
             do {
                 try await job.wait()
-                updated.append("\(job.entry.id)@\(old)→\(job.entry.version)")
+                updated.append("\(item.asset)@\(item.fromVersion)→\(item.toVersion)")
+                log("updated \(item.asset) \(item.fromVersion) → \(item.toVersion) (requested by \(requestedBy))", .notice, fields)
             } catch {
-                failed.append("\(job.entry.id)@\(job.entry.version): \(error)")
+                let line = "\(item.asset)@\(item.toVersion): \(error)"
+                if case .downloadFailed = error as? AssetError { deferred.append(line) } else { failed.append(line) }
             }
         }
         if !updated.isEmpty { _ = try? await collectGarbage(dryRun: false) }
         let changed = !updated.isEmpty || refreshed.contains { $0.outcome == .updated }
-        return UpdateReport(catalogs: refreshed, updated: updated, failed: failed, changed: changed)
+        return UpdateReport(dryRun: false, catalogs: refreshed, planned: plan.map(\.item), updated: updated, failed: failed, deferred: deferred, changed: changed)
+    }
+
+    /// For each current installed asset with a newer version in `assets`: the newest, and what
+    /// installing it takes. A version still installed but not current was rolled back from: it is
+    /// not installed again (a newer one is).
+    func updatePlan(_ assets: [CatalogAsset]) async throws -> [(entry: CatalogAsset, item: UpdatePlanInfo)] {
+        let installed = try await installedAssets()
+        return installed.filter(\.current).compactMap { current in
+            guard let newer = assets.filter({ $0.id == current.entry.id && $0.version > current.entry.version }).max(by: { $0.version < $1.version }),
+                  !installed.contains(where: { $0.key == "\(newer.id)@\(newer.version)" }) else { return nil }
+            let download = max(0, newer.size - (Self.fileSize(downloadPath(newer)) ?? 0))
+            let frees = leases[current.key] == nil ? current.bytes : 0
+            return (newer, UpdatePlanInfo(asset: newer.id, fromVersion: current.entry.version, toVersion: newer.version,
+                                          downloadBytes: download, spaceNeeded: download + newer.installedSize, frees: frees))
+        }
     }
 }

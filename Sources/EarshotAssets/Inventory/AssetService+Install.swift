@@ -30,12 +30,15 @@ extension AssetService {
                 assets.append(asset)
             }
         }
-        let installed = try await installedAssets()
-        let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
-        let locales = modules.compactMap(\.locale)
-        let reserved = try await reserve(locales, for: client)
-        guard !missing.isEmpty else { return InstallOutcome(nothingToDo: true, installed: [], reserved: reserved) }
-        let started = missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false) }
+        // Under the gate: a GC between the look at what is installed and the reservation would
+        // otherwise remove an installed asset this request then counts on.
+        let (reserved, started) = try await exclusively { () async throws -> ([String], [InstallJob]) in
+            let installed = try await installedAssets()
+            let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
+            let reserved = try await reserve(modules.compactMap(\.locale), for: client)
+            return (reserved, missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false) })
+        }
+        guard !started.isEmpty else { return InstallOutcome(nothingToDo: true, installed: [], reserved: reserved) }
         let sinks = started.map { ($0, $0.addSink(progress)) }
         defer { sinks.forEach { $0.0.removeSink($0.1) } }
         do {
@@ -69,7 +72,7 @@ extension AssetService {
     func job(for entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool) -> InstallJob {
         let key = "\(entry.id)@\(entry.version)"
         if let existing = jobs[key] { return existing }
-        let job = InstallJob(entry: entry, bandwidthLimit: bandwidthLimit, isUpdate: isUpdate)
+        let job = InstallJob(entry: entry, bandwidthLimit: bandwidthLimit, isUpdate: isUpdate, clock: clock)
         jobs[key] = job
         jobSubmitter.yield(job)
         return job
@@ -115,12 +118,14 @@ extension AssetService {
         if case .failure = result, shuttingDown {
             log("install of \(job.key) interrupted by shutdown; it resumes at the next start")
         } else if case .failure(let error) = result {
-            log("install of \(job.key) failed: \(error)")
+            log("install of \(job.key) failed: \(error)", .warning,
+                ["asset": job.entry.id, "to_version": "\(job.entry.version)", "source": job.entry.urls.first ?? "", "reason": "\(error)",
+                 "kind": job.isUpdate ? "update" : "install"])
             let entry = job.entry
             let download = downloadPath(entry)
             // Cancelled mid-way: the partial stays for a later resume. Failed: it goes.
             let keep = if case .cancelled = error { Self.fileSize(download) != nil } else { false }
-            let now = clock.now()
+            let now = clock.wallTime()
             do {
                 try await database.write { db in
                     try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
@@ -154,14 +159,17 @@ extension AssetService {
         // An earlier job for the same version may have committed while this one was being set up.
         if try await installedVersions(entry.id).contains(where: { $0.entry.version == entry.version }) { return }
         let entryJSON = Array(try JSONEncoder().encode(entry))
-        let now = clock.now()
+        let now = clock.wallTime()
         try await database.write { db in
             try db.execute("INSERT OR IGNORE INTO install_jobs (id, version, entry, bandwidth_limit, is_update, created) VALUES (?, ?, ?, ?, ?, ?)",
                            [.text(entry.id), .int(Int64(entry.version)), .blob(entryJSON), job.bandwidthLimit.map { .int($0) } ?? .null, .int(job.isUpdate ? 1 : 0), .double(now)])
         }
 
-        // Download (resumes a partial file; a complete one is only re-verified).
+        // Download (resumes a partial file; a complete one is only re-verified), unless these bytes
+        // failed verification under the same catalogs, or they and the tree cannot fit.
         let download = downloadPath(entry)
+        try await refuseKnownBadDownload(entry)
+        try checkSpace(entry, download: download)
         job.publish(.downloading, bytesDone: Self.fileSize(download) ?? 0)
         try await pause(at: .downloading)
         if Self.fileSize(download) != entry.size {
@@ -182,7 +190,9 @@ extension AssetService {
         let digest = try await BlockingWork.run("earshot.verify") { try FileDigest.sha256(path: download) }
         guard Self.fileSize(download) == entry.size, digest == entry.sha256 else {
             Self.removeDownload(download)
-            throw AssetError.verificationFailed("\(entry.id)@\(entry.version): downloaded file does not match the catalog's size and SHA-256 (got \(digest))")
+            let reason = "downloaded file does not match the catalog's size and SHA-256 (got \(digest))"
+            try await recordBadDownload(entry, reason: reason)
+            throw AssetError.verificationFailed("\(entry.id)@\(entry.version): \(reason)")
         }
         try checkCancelled(job)
 
@@ -213,7 +223,7 @@ extension AssetService {
                 try Self.moveIntoPlace(staging: staging, assets: settings.assetsDirectory, id: entry.id, version: entry.version)
             }
             placed = final
-            let committed = clock.now()
+            let committed = clock.wallTime()
             // Relative to the state directory, so the state directory can move.
             let stored = settings.storedPath(final)
             try await database.write { db in
@@ -221,7 +231,9 @@ extension AssetService {
                     INSERT OR REPLACE INTO installed_assets (id, version, path, bytes, entry, current, installed_at, last_used, unneeded_since)
                     VALUES (?, ?, ?, ?, ?, 1, ?, ?, NULL)
                     """, [.text(entry.id), .int(Int64(entry.version)), .text(stored), .int(result.bytes), .blob(entryJSON), .double(committed), .double(committed)])
-                try db.execute("UPDATE installed_assets SET current = 0 WHERE id = ? AND version != ?", [.text(entry.id), .int(Int64(entry.version))])
+                // Superseded since now: the rollback window counts from here.
+                try db.execute("UPDATE installed_assets SET current = 0, unneeded_since = coalesce(unneeded_since, ?) WHERE id = ? AND version != ?",
+                               [.double(committed), .text(entry.id), .int(Int64(entry.version))])
                 try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
                 try db.execute("DELETE FROM resumable_downloads WHERE sha256 = ?", [.text(entry.sha256)])
             }
@@ -237,6 +249,60 @@ extension AssetService {
         Self.removeDownload(download)
     }
 
+    /// Room needed beyond `bytes` of declared sizes (filesystem metadata, the database, logs):
+    /// 1/64 of them plus 64 KiB.
+    static func spaceMargin(_ bytes: Int64) -> Int64 { bytes / 64 + (64 << 10) }
+
+    /// Refuses before the first byte when what is left to download, the installed tree and a
+    /// ``spaceMargin(_:)`` do not fit (both on one filesystem when cache and state share it).
+    func checkSpace(_ entry: CatalogAsset, download: String) throws(AssetError) {
+        let remaining = max(0, entry.size - (Self.fileSize(download) ?? 0))
+        let (cache, state) = (settings.cacheDirectory, settings.stateDirectory)
+        let needs: [(path: String, bytes: Int64)] = Self.sameFilesystem(cache, state)
+            ? [(state, remaining + entry.installedSize + Self.spaceMargin(remaining + entry.installedSize))]
+            : [(cache, remaining + Self.spaceMargin(remaining)), (state, entry.installedSize + Self.spaceMargin(entry.installedSize))]
+        for need in needs {
+            let available = Self.availableBytes(need.path)
+            guard available >= need.bytes else { throw .insufficientStorage(needed: need.bytes, available: available, path: need.path) }
+        }
+    }
+
+    static func sameFilesystem(_ a: String, _ b: String) -> Bool {
+        var (sa, sb) = (stat(), stat())
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev
+    }
+
+    /// The configured catalogs' versions, as `failed_downloads` records them.
+    var catalogFingerprint: String {
+        settings.catalogURLs.map { "\($0)=\(catalogs[$0]?.catalog.version ?? 0)" }.joined(separator: " ")
+    }
+
+    /// Remembers that `entry`'s download failed verification under the current catalogs.
+    func recordBadDownload(_ entry: CatalogAsset, reason: String) async throws {
+        let (fingerprint, now) = (catalogFingerprint, clock.wallTime())
+        try await database.write { db in
+            try db.execute("INSERT OR REPLACE INTO failed_downloads (sha256, id, version, catalogs, reason, since) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.text(entry.sha256), .text(entry.id), .int(Int64(entry.version)), .text(fingerprint), .text(reason), .double(now)])
+        }
+    }
+
+    /// A download that failed verification is not fetched again until the catalogs change
+    /// (a new version of any source); then its record goes and it is tried once more.
+    func refuseKnownBadDownload(_ entry: CatalogAsset) async throws {
+        let fingerprint = catalogFingerprint
+        let known = try await database.write { db -> (reason: String, since: Double)? in
+            guard let row = try db.execute("SELECT catalogs, reason, since FROM failed_downloads WHERE sha256 = ?", [.text(entry.sha256)]).first else { return nil }
+            guard row[0].text == fingerprint else {
+                try db.execute("DELETE FROM failed_downloads WHERE sha256 = ?", [.text(entry.sha256)])
+                return nil
+            }
+            return (row[1].text ?? "", row[2].double ?? 0)
+        }
+        if let known {
+            throw AssetError.verificationFailed("\(entry.id)@\(entry.version): not downloaded again: its bytes failed verification under these catalogs (\(known.reason)); publish a corrected catalog")
+        }
+    }
+
     private func checkCancelled(_ job: InstallJob) throws(AssetError) {
         if job.isCancelled { throw .cancelled("install of \(job.key)") }
     }
@@ -245,7 +311,7 @@ extension AssetService {
     private func pause(at phase: InstallPhase) async throws {
         guard let (pausePhase, seconds) = settings.testPause, pausePhase == phase else { return }
         log("test pause: \(phase.rawValue) for \(seconds) s")
-        try await Task.sleep(for: .seconds(seconds))
+        try await clock.sleep(for: .seconds(seconds))
     }
 
     /// `staging` becomes `assets/<id>/<version>` by rename (same filesystem), durably.

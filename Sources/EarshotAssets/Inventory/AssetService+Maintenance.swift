@@ -37,26 +37,32 @@ extension AssetService {
 
     /// Leases the current installed version of the asset serving `module`.
     public func lease(_ module: ModuleConfiguration) async throws -> AssetLease {
-        let asset = try resolve(module)
-        guard let installed = try await installedVersions(asset.id).first(where: \.current) else {
-            throw AssetError.notInstalled("\(module.kind.rawValue) \(module.locale ?? "")".trimmingCharacters(in: .whitespaces))
+        try await exclusively { () async throws -> AssetLease in
+            let asset = try resolve(module)
+            guard let installed = try await installedVersions(asset.id).first(where: \.current) else {
+                throw AssetError.notInstalled("\(module.kind.rawValue) \(module.locale ?? "")".trimmingCharacters(in: .whitespaces))
+            }
+            let lease = AssetLease(token: UUID(), entry: installed.entry, path: installed.path)
+            leases[lease.key, default: 0] += 1
+            let now = clock.wallTime()
+            try await database.write { db in
+                try db.execute("UPDATE installed_assets SET last_used = ?, unneeded_since = NULL WHERE id = ? AND version = ?", [.double(now), .text(installed.entry.id), .int(Int64(installed.entry.version))])
+            }
+            return lease
         }
-        let lease = AssetLease(token: UUID(), entry: installed.entry, path: installed.path)
-        leases[lease.key, default: 0] += 1
-        let now = clock.now()
-        try await database.write { db in
-            try db.execute("UPDATE installed_assets SET last_used = ?, unneeded_since = NULL WHERE id = ? AND version = ?", [.double(now), .text(installed.entry.id), .int(Int64(installed.entry.version))])
-        }
-        return lease
     }
 
     /// Ends a lease; a superseded version nobody holds any more is retired at once.
     public func endLease(_ lease: AssetLease) async {
         let remaining = (leases[lease.key] ?? 1) - 1
         leases[lease.key] = remaining > 0 ? remaining : nil
-        guard remaining <= 0, let installed = try? await installedVersions(lease.entry.id),
-              let version = installed.first(where: { $0.entry.version == lease.entry.version }), !version.current else { return }
-        try? await remove([version])
+        guard remaining <= 0 else { return }
+        await exclusively {
+            guard let installed = try? await installedVersions(lease.entry.id),
+                  let version = installed.first(where: { $0.entry.version == lease.entry.version }),
+                  isRetired(version, among: installed, now: clock.wallTime()) else { return }
+            try? await remove([version])
+        }
     }
 
     /// Asset keys (`id@version`) currently leased.
@@ -148,7 +154,7 @@ extension AssetService {
     /// else goes: failed jobs' partials, planted files, half-written sidecars. Runs at start and
     /// with every GC.
     func sweepDownloads(dryRun: Bool) async throws -> [GCRemovalInfo] {
-        let now = clock.now()
+        let now = clock.wallTime()
         let resumable = try await database.read { db in
             try db.execute("SELECT sha256, id, version, since FROM resumable_downloads").map {
                 (sha256: $0[0].text ?? "", key: "\($0[1].text ?? "")@\($0[2].int ?? 0)", since: $0[3].double ?? 0)
@@ -188,68 +194,103 @@ extension AssetService {
     /// while the store exceeds its budget, and sweeps orphaned downloads from the cache
     /// (``sweepDownloads(dryRun:)``). Refuses to run on inconsistent state.
     public func collectGarbage(dryRun: Bool) async throws -> GCReport {
-        try await reconcile(repair: false)
-        let now = clock.now()
-        let cutoff = now - settings.reservationExpiry
-        let all = try await reservations(of: nil)
-        let expired = all.filter { $0.lastUsed < cutoff }
-        let live = all.filter { $0.lastUsed >= cutoff }
-        let installed = try await installedAssets()
-        let leased = leasedAssets
+        try await exclusively { () async throws -> GCReport in
+            try await reconcile(repair: false)
+            let now = clock.wallTime()
+            let cutoff = now - settings.reservationExpiry
+            let all = try await reservations(of: nil)
+            let expired = all.filter { $0.lastUsed < cutoff }
+            let live = all.filter { $0.lastUsed >= cutoff }
+            let installed = try await installedAssets()
+            let leased = leasedAssets
 
-        var removals: [(InstalledAsset, String)] = []
-        var newlyUnneeded: [InstalledAsset] = []
-        var needed: [InstalledAsset] = []
-        for asset in installed {
-            let isLeased = leased.contains(asset.key)
-            if !asset.current {
-                if !isLeased { removals.append((asset, "superseded")) }
-            } else if isLeased || Self.isNeeded(asset.entry, by: live) {
-                needed.append(asset)
-            } else if let since = asset.unneededSince, now - since >= settings.gcGracePeriod {
-                removals.append((asset, "unreserved"))
-            } else if asset.unneededSince == nil {
-                newlyUnneeded.append(asset)
+            var removals: [(InstalledAsset, String)] = []
+            var newlyUnneeded: [InstalledAsset] = []
+            var needed: [InstalledAsset] = []
+            for asset in installed {
+                let isLeased = leased.contains(asset.key)
+                if !asset.current {
+                    if !isLeased && isRetired(asset, among: installed, now: now) { removals.append((asset, "superseded")) }
+                } else if isLeased || Self.isNeeded(asset.entry, by: live) {
+                    needed.append(asset)
+                } else if let since = asset.unneededSince, now - since >= settings.gcGracePeriod {
+                    removals.append((asset, "unreserved"))
+                } else if asset.unneededSince == nil {
+                    newlyUnneeded.append(asset)
+                }
             }
-        }
-        if settings.maxStoreSize > 0 {
+            if settings.maxStoreSize > 0 {
+                let removedKeys = Set(removals.map(\.0.key))
+                var total = installed.filter { !removedKeys.contains($0.key) }.reduce(Int64(0)) { $0 + $1.bytes }
+                let neededKeys = Set(needed.map(\.key))
+                let evictable = installed.filter { !removedKeys.contains($0.key) && !neededKeys.contains($0.key) && !leased.contains($0.key) }
+                    .sorted { $0.lastUsed < $1.lastUsed }
+                for asset in evictable where total > settings.maxStoreSize {
+                    removals.append((asset, "store budget"))
+                    total -= asset.bytes
+                }
+            }
+            var report = GCReport(dryRun: dryRun, removed: removals.map { GCRemovalInfo(asset: $0.0.key, bytes: $0.0.bytes, reason: $0.1) }, expiredReservations: expired)
+            guard !dryRun else {
+                report.removed += try await sweepDownloads(dryRun: true)
+                return report
+            }
+
             let removedKeys = Set(removals.map(\.0.key))
-            var total = installed.filter { !removedKeys.contains($0.key) }.reduce(Int64(0)) { $0 + $1.bytes }
-            let neededKeys = Set(needed.map(\.key))
-            let evictable = installed.filter { !removedKeys.contains($0.key) && !neededKeys.contains($0.key) && !leased.contains($0.key) }
-                .sorted { $0.lastUsed < $1.lastUsed }
-            for asset in evictable where total > settings.maxStoreSize {
-                removals.append((asset, "store budget"))
-                total -= asset.bytes
+            let (marked, cleared) = (newlyUnneeded, needed)
+            try await database.write { db in
+                for r in expired {
+                    try db.execute("DELETE FROM reservations WHERE uid = ? AND app_id = ? AND locale = ?", [.int(Int64(r.uid)), .text(r.appId), .text(r.locale)])
+                }
+                for asset in marked where !removedKeys.contains(asset.key) {
+                    try db.execute("UPDATE installed_assets SET unneeded_since = ? WHERE id = ? AND version = ?", [.double(now), .text(asset.entry.id), .int(Int64(asset.entry.version))])
+                }
+                for asset in cleared where asset.unneededSince != nil {
+                    try db.execute("UPDATE installed_assets SET unneeded_since = NULL WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
+                }
             }
-        }
-        var report = GCReport(dryRun: dryRun, removed: removals.map { GCRemovalInfo(asset: $0.0.key, bytes: $0.0.bytes, reason: $0.1) }, expiredReservations: expired)
-        guard !dryRun else {
-            report.removed += try await sweepDownloads(dryRun: true)
+            try await remove(removals.map(\.0))
+            if !expired.isEmpty { try await cancelUnneededJobs() }
+            report.removed += try await sweepDownloads(dryRun: false)
             return report
         }
+    }
 
-        let removedKeys = Set(removals.map(\.0.key))
-        let (marked, cleared) = (newlyUnneeded, needed)
-        try await database.write { db in
-            for r in expired {
-                try db.execute("DELETE FROM reservations WHERE uid = ? AND app_id = ? AND locale = ?", [.int(Int64(r.uid)), .text(r.appId), .text(r.locale)])
+    /// Whether superseded `asset` may go: it is not the newest previous version of its asset
+    /// (the rollback target), or its rollback window (``AssetSettings/keepPreviousFor``) is over.
+    func isRetired(_ asset: InstalledAsset, among installed: [InstalledAsset], now: Double) -> Bool {
+        guard !asset.current else { return false }
+        let previous = installed.filter { $0.entry.id == asset.entry.id && !$0.current }.max { $0.entry.version < $1.entry.version }
+        guard previous?.key == asset.key, settings.keepPreviousFor > 0 else { return true }
+        return now - (asset.unneededSince ?? 0) >= settings.keepPreviousFor
+    }
+
+    /// Makes the kept previous version of `assetID` current again, atomically (new sessions get
+    /// it; open ones keep theirs); the version it replaces is kept in its place for the window.
+    /// Returns `(from, to)`. `notFound` when no previous version is kept.
+    public func rollback(_ assetID: String, requestedBy: String) async throws -> (from: Int, to: Int) {
+        try await exclusively { () async throws -> (from: Int, to: Int) in
+            let installed = try await installedVersions(assetID)
+            guard let current = installed.first(where: \.current),
+                  let previous = installed.filter({ !$0.current && $0.entry.version < current.entry.version }).first else {
+                throw AssetError.notFound("a previous version of \(assetID) to roll back to (kept for [Assets] KeepPreviousForSec after an update)")
             }
-            for asset in marked where !removedKeys.contains(asset.key) {
-                try db.execute("UPDATE installed_assets SET unneeded_since = ? WHERE id = ? AND version = ?", [.double(now), .text(asset.entry.id), .int(Int64(asset.entry.version))])
+            let now = clock.wallTime()
+            try await database.write { db in
+                try db.execute("UPDATE installed_assets SET current = 1, unneeded_since = NULL, last_used = ? WHERE id = ? AND version = ?",
+                               [.double(now), .text(assetID), .int(Int64(previous.entry.version))])
+                try db.execute("UPDATE installed_assets SET current = 0, unneeded_since = ? WHERE id = ? AND version = ?",
+                               [.double(now), .text(assetID), .int(Int64(current.entry.version))])
             }
-            for asset in cleared where asset.unneededSince != nil {
-                try db.execute("UPDATE installed_assets SET unneeded_since = NULL WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
-            }
+            log("rolled back \(assetID) \(current.entry.version) → \(previous.entry.version) (requested by \(requestedBy))", .notice,
+                ["asset": assetID, "from_version": "\(current.entry.version)", "to_version": "\(previous.entry.version)", "requested_by": requestedBy])
+            return (current.entry.version, previous.entry.version)
         }
-        try await remove(removals.map(\.0))
-        if !expired.isEmpty { try await cancelUnneededJobs() }
-        report.removed += try await sweepDownloads(dryRun: false)
-        return report
     }
 
     /// Deletes the rows first, then the directories: a crash in between leaves only unrecorded
-    /// directories, which the next start removes.
+    /// directories, which the next start removes. Callers hold ``gate``, so no lease can start
+    /// between the lease check and the deletion.
     func remove(_ candidates: [InstalledAsset]) async throws {
         // A session may have leased one since the caller looked.
         let assets = candidates.filter { leases[$0.key] == nil }

@@ -23,7 +23,7 @@ extension AssetService {
         }
         let maximum = maximumReservedLocales(appID: client.appID)
         let (perUser, appsPerUser) = (settings.maxReservedLocalesPerUser, settings.maxAppsPerUser)
-        let now = clock.now()
+        let now = clock.wallTime()
         let wanted = canonical
         return try await database.write { db in
             let existing = Set(try db.execute("SELECT locale FROM reservations WHERE uid = ? AND app_id = ?", [.int(Int64(client.uid)), .text(client.appID)]).compactMap { $0[0].text })
@@ -85,7 +85,7 @@ extension AssetService {
     func touchReservations(_ locales: [String], for client: ClientIdentity) async throws {
         let tags = Set(locales.compactMap { catalogLocale(serving: $0) ?? LocaleTag($0)?.description })
         guard !tags.isEmpty else { return }
-        let now = clock.now()
+        let now = clock.wallTime()
         try await database.write { db in
             for locale in tags {
                 try db.execute("UPDATE reservations SET last_used = ? WHERE uid = ? AND app_id = ? AND locale = ?", [.double(now), .int(Int64(client.uid)), .text(client.appID), .text(locale)])

@@ -25,6 +25,9 @@ public struct AssetSettings: Sendable {
     public var maxStoreSize: Int64
     /// Seconds between automatic GC runs.
     public var gcInterval: Double
+    /// Seconds the version an update replaced is kept for ``AssetService/rollback(_:requestedBy:)``
+    /// (the store budget may remove it sooner); 0: retired once no lease holds it.
+    public var keepPreviousFor: Double = 0
     public var download: DownloadOptions
     /// Bandwidth cap for unattended updates (bytes/s), if any.
     public var updateBandwidthLimit: Int64?
@@ -91,8 +94,12 @@ public struct InstalledAsset: Sendable, Hashable, Codable {
 public actor AssetService {
     let settings: AssetSettings
     let database: InventoryStore
-    let clock: any WallClock
-    let downloader = Downloader()
+    /// Paces GC, download backoff and progress; dates expiry and grace periods.
+    let clock: any ServiceClock
+    let downloader: Downloader
+    /// Serialises the critical sections that span `await`: GC, install decisions and commits,
+    /// leases (``AsyncLock``).
+    let gate = AsyncLock()
     /// Merged assets of every verified catalog.
     var catalogAssets: [CatalogAsset] = []
     /// Verified catalogs by source URL.
@@ -104,16 +111,17 @@ public actor AssetService {
     var shuttingDown = false
     let jobQueue: AsyncStream<InstallJob>
     let jobSubmitter: AsyncStream<InstallJob>.Continuation
-    let log: @Sendable (String) -> Void
+    let logSink: @Sendable (AssetLogEntry) -> Void
 
     /// Opens the store in `settings.stateDirectory` (creating it) and loads what it knows.
-    public init(settings: AssetSettings, clock: any WallClock = SystemWallClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+    public init(settings: AssetSettings, clock: any ServiceClock = SystemServiceClock(), log: @escaping @Sendable (AssetLogEntry) -> Void = { _ in }) throws {
         for dir in [settings.stateDirectory, settings.cacheDirectory, settings.assetsDirectory, settings.downloadsDirectory] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
         self.settings = settings
         self.clock = clock
-        self.log = log
+        downloader = Downloader(clock: clock)
+        logSink = log
         database = try InventoryStore(directory: settings.stateDirectory)
         (jobQueue, jobSubmitter) = AsyncStream.makeStream(of: InstallJob.self)
     }
@@ -143,7 +151,9 @@ public actor AssetService {
     /// Fetches configured catalog sources for which nothing is stored yet (first start, new source).
     func refreshMissingCatalogs() async {
         guard settings.catalogURLs.contains(where: { catalogs[$0] == nil }) else { return }
-        for result in await refreshCatalogs() { log("catalog \(result.url): \(result.outcome.rawValue)\(result.message.map { " (\($0))" } ?? "")") }
+        for result in await refreshCatalogs() where result.outcome != .failed && result.outcome != .unreachable {
+            log("catalog \(result.url): \(result.outcome.rawValue)")
+        }
     }
 
     /// Fetches missing catalogs, then runs install jobs and periodic GC until cancelled.
@@ -152,7 +162,7 @@ public actor AssetService {
             group.addTask { [self] in await refreshMissingCatalogs() }
             group.addTask { [self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(settings.gcInterval))
+                    try? await clock.sleep(for: .seconds(settings.gcInterval))
                     if Task.isCancelled { break }
                     do {
                         let report = try await collectGarbage(dryRun: false)
@@ -165,6 +175,24 @@ public actor AssetService {
             for await job in jobQueue {
                 group.addTask { [self] in await execute(job) }
             }
+        }
+    }
+
+    /// Logs `message` at `priority` with structured journal `fields`.
+    nonisolated func log(_ message: String, _ priority: AssetLogEntry.Priority = .info, _ fields: [String: String] = [:]) {
+        logSink(AssetLogEntry(priority, message, fields: fields))
+    }
+
+    /// Runs `body` holding ``gate`` (not reentrant: `body` must not take it again).
+    func exclusively<T, E: Error>(_ body: () async throws(E) -> T) async throws(E) -> T {
+        await gate.acquire()
+        do {
+            let value = try await body()
+            await gate.release()
+            return value
+        } catch {
+            await gate.release()
+            throw error
         }
     }
 
@@ -231,10 +259,14 @@ public actor AssetService {
     /// modules also need the detector asset.
     public static let enginesNeedingDetector: Set<String> = ["sherpa-onnx-whisper", "pocketsphinx"]
 
-    /// Every asset `module` needs: its own, plus the detector asset for engines that need one.
+    /// Every asset `module` needs: its own, plus the detector asset for engines that need one. A
+    /// module whose dependency no catalog lists is unsupported (it could install but never run).
     func requiredAssets(_ module: ModuleConfiguration) throws(AssetError) -> [CatalogAsset] {
         let own = try resolve(module)
-        guard Self.enginesNeedingDetector.contains(own.engine), let detector = try? resolve(ModuleConfiguration(kind: .detector, locale: nil)) else { return [own] }
+        guard Self.enginesNeedingDetector.contains(own.engine) else { return [own] }
+        guard let detector = try? resolve(ModuleConfiguration(kind: .detector, locale: nil)) else {
+            throw .unsupportedModule("\(own.id) (\(own.engine)) needs a voice activity detector asset, and no catalog lists one")
+        }
         return [own, detector]
     }
 

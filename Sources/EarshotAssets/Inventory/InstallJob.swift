@@ -1,3 +1,4 @@
+import EarshotSystem
 import EarshotWire
 import Foundation
 
@@ -11,20 +12,26 @@ final class InstallJob: @unchecked Sendable {
     let isUpdate: Bool
     var key: String { "\(entry.id)@\(entry.version)" }
 
+    /// Paces progress (the service's clock).
+    private let clock: any ServiceClock
     private let lock = NSLock()
     private var cancelled = false
     private var phase = InstallPhase.queued
     private var bytesDone: Int64 = 0
-    private var lastPublished = DispatchTime(uptimeNanoseconds: 0)
+    private var lastPublished: Duration?
     private var sinks: [UUID: @Sendable (InstallProgress) -> Void] = [:]
     private var waiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
     private var outcome: Result<Void, AssetError>?
 
-    init(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool) {
+    init(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool, clock: any ServiceClock) {
         self.entry = entry
+        self.clock = clock
         self.bandwidthLimit = bandwidthLimit
         self.isUpdate = isUpdate
     }
+
+    /// Shortest time between two byte-count reports.
+    static let progressInterval = Duration.milliseconds(100)
 
     var isCancelled: Bool { lock.withLock { cancelled } }
 
@@ -44,14 +51,15 @@ final class InstallJob: @unchecked Sendable {
 
     func removeSink(_ id: UUID) { lock.withLock { _ = sinks.removeValue(forKey: id) } }
 
-    /// Records progress; sinks hear about phase changes at once and byte counts at most 10×/s.
+    /// Records progress; sinks hear about phase changes at once and byte counts at most every
+    /// ``progressInterval`` of the job's clock.
     func publish(_ newPhase: InstallPhase, bytesDone done: Int64? = nil) {
         let (event, targets): (InstallProgress?, [@Sendable (InstallProgress) -> Void]) = lock.withLock {
             let phaseChanged = newPhase != phase
             phase = newPhase
             if let done { bytesDone = done }
-            let now = DispatchTime.now()
-            guard phaseChanged || now.uptimeNanoseconds - lastPublished.uptimeNanoseconds >= 100_000_000 else { return (nil, []) }
+            let now = clock.elapsed
+            guard phaseChanged || lastPublished.map({ now - $0 >= Self.progressInterval }) ?? true else { return (nil, []) }
             lastPublished = now
             return (progress, Array(sinks.values))
         }

@@ -59,5 +59,17 @@ enum Schema {
             since REAL NOT NULL
         );
         """,
+        // 3: downloads that failed their size or SHA-256 check, by the catalog entry's SHA-256,
+        // with the catalogs' versions at the time: the entry is not fetched again until they change.
+        """
+        CREATE TABLE failed_downloads (
+            sha256 TEXT PRIMARY KEY,
+            id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            catalogs TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            since REAL NOT NULL
+        );
+        """,
     ]
 }

@@ -6,13 +6,15 @@ import Foundation
 /// unused (`whileInUse`), kept `LingerSeconds` after last use (`lingering`), or kept while a client
 /// connection lives (`processLifetime`). Loads happen once per key however many sessions ask at once.
 /// Retention is recorded per user, so `endRetention(uid:)` drops only what that user asked to keep.
+/// ``runEvictor()`` unloads a lingering model when its time is up, sleeping on the injected clock.
 actor ModelCache {
     struct Entry {
         var model: any SegmentTranscribing
         var memoryBytes: Int
         var users = 0
-        /// Per uid: keep the model until this time once unused (`lingering`).
-        var lingerUntil: [UInt32: Double] = [:]
+        /// Per uid: keep the model until this time of the clock (``ServiceClock/elapsed``) once
+        /// unused (`lingering`).
+        var lingerUntil: [UInt32: Duration] = [:]
         /// Connections that asked for `processLifetime`, with their uid.
         var pinnedBy: [Int: UInt32] = [:]
     }
@@ -27,12 +29,16 @@ actor ModelCache {
     private var entries: [String: Entry] = [:]
     private var loading: [String: [CheckedContinuation<any SegmentTranscribing, any Error>]] = [:]
     private(set) var loads = 0
-    let lingerSeconds: Double
-    let now: @Sendable () -> Double
+    let linger: Duration
+    let clock: any ServiceClock
+    /// Wakes the evictor when a lingering deadline is set.
+    private let deadlineSet: AsyncStream<Void>.Continuation
+    private let deadlines: AsyncStream<Void>
 
-    init(lingerSeconds: Double, now: @escaping @Sendable () -> Double) {
-        self.lingerSeconds = lingerSeconds
-        self.now = now
+    init(lingerSeconds: Double, clock: any ServiceClock) {
+        linger = .seconds(lingerSeconds)
+        self.clock = clock
+        (deadlines, deadlineSet) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// The model for `key`, loading it with `load` (on a dedicated thread) if needed; counts a user.
@@ -66,7 +72,9 @@ actor ModelCache {
         entry.users -= 1
         switch retention {
         case .whileInUse: break
-        case .lingering: entry.lingerUntil[uid] = max(entry.lingerUntil[uid] ?? 0, now() + lingerSeconds)
+        case .lingering:
+            entry.lingerUntil[uid] = max(entry.lingerUntil[uid] ?? .zero, clock.elapsed + linger)
+            deadlineSet.yield()
         case .processLifetime: entry.pinnedBy[owner] = uid
         }
         entries[key] = entry
@@ -92,9 +100,28 @@ actor ModelCache {
 
     /// Unloads unused models whose retention has run out.
     func evict() {
-        let time = now()
+        let time = clock.elapsed
         entries = entries.filter { _, entry in
             entry.users > 0 || !entry.pinnedBy.isEmpty || entry.lingerUntil.values.contains { $0 > time }
+        }
+    }
+
+    /// The earliest lingering deadline of a model nobody uses.
+    private var nextExpiry: Duration? {
+        entries.values.filter { $0.users == 0 }.flatMap(\.lingerUntil.values).min()
+    }
+
+    /// Unloads lingering models as their deadlines pass, sleeping on the clock until the earliest
+    /// one (or until one is set); returns when the task is cancelled.
+    func runEvictor() async {
+        var waiting = deadlines.makeAsyncIterator()
+        while !Task.isCancelled {
+            evict()
+            if let next = nextExpiry {
+                try? await clock.sleep(for: next - clock.elapsed)
+            } else if await waiting.next() == nil {
+                return
+            }
         }
     }
 

@@ -93,9 +93,10 @@ public actor SpeechService {
     private var opening = 0
     private var nextID = 1
 
-    public init(settings: SpeechSettings, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    /// `clock` times model lingering (``runEvictor()``).
+    public init(settings: SpeechSettings, clock: any ServiceClock = SystemServiceClock()) {
         self.settings = settings
-        cache = ModelCache(lingerSeconds: settings.lingerSeconds, now: now)
+        cache = ModelCache(lingerSeconds: settings.lingerSeconds, clock: clock)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
         decodeGate = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
@@ -248,8 +249,8 @@ public actor SpeechService {
         return await cache.loaded.count
     }
 
-    /// Unloads models whose retention ran out; call periodically.
-    public func evict() async { await cache.evict() }
+    /// Unloads lingering models when their time is up, until the task is cancelled.
+    public func runEvictor() async { await cache.runEvictor() }
 
     public func stats() async -> SpeechStats {
         await cache.evict()

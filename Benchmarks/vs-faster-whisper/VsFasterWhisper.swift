@@ -61,6 +61,9 @@ struct Model {
     }
 }
 
+/// Prints a line unbuffered, so a failure later never loses figures already measured.
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("vs-faster-whisper: \(message)\n".utf8))
     exit(1)
@@ -176,8 +179,8 @@ enum VsFasterWhisper {
             ("\(String(format: "%.1f", Double((try FileManager.default.attributesOfItem(atPath: longPath)[.size] as? Int ?? 44) - 44) / 32000 / 60)) min recording (the utterances \(options.repeats)×, 0.5 s gaps)", [longPath], [longReference]),
         ]
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
-        print("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
-        print("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd + `earshot transcribe FILE` per file")
+        say("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
+        say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd + `earshot transcribe FILE` per file")
 
         for name in options.models {
             let model = Model(name)!
@@ -234,16 +237,16 @@ enum VsFasterWhisper {
             await BlockingWork.run("worker-stop") { worker.stop() }
             await daemon.cleanUp()
 
-            print("")
-            print("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX converted from them)")
+            say("")
+            say("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX converted from them)")
             for (set, tally) in zip(sets, tallies) {
                 let werE = LibriVox.wer(Array(zip(set.references, tally.earshot.text))), werF = LibriVox.wer(Array(zip(set.references, tally.fasterWhisper.text)))
-                print("  \(set.name)")
-                print(String(format: "    Earshot         %7.2f s wall  %7.2f s CPU  WER %5.1f %%   runs: %@", tally.earshot.median, tally.earshot.medianCPU, werE * 100, tally.earshot.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
-                print(String(format: "    faster-whisper  %7.2f s wall  %7.2f s CPU  WER %5.1f %%   runs: %@", tally.fasterWhisper.median, tally.fasterWhisper.medianCPU, werF * 100, tally.fasterWhisper.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
-                print(String(format: "    ratio Earshot / faster-whisper: time %.2f×, CPU %.2f×", tally.earshot.median / tally.fasterWhisper.median, tally.earshot.medianCPU / tally.fasterWhisper.medianCPU))
+                say("  \(set.name)")
+                say(String(format: "    Earshot         %7.2f s wall  %7.2f s CPU  WER %5.1f %%   runs: %@", tally.earshot.median, tally.earshot.medianCPU, werE * 100, tally.earshot.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
+                say(String(format: "    faster-whisper  %7.2f s wall  %7.2f s CPU  WER %5.1f %%   runs: %@", tally.fasterWhisper.median, tally.fasterWhisper.medianCPU, werF * 100, tally.fasterWhisper.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
+                say(String(format: "    ratio Earshot / faster-whisper: time %.2f×, CPU %.2f×", tally.earshot.median / tally.fasterWhisper.median, tally.earshot.medianCPU / tally.fasterWhisper.medianCPU))
             }
-            print(String(format: "  peak RSS: earshotd %.0f MiB, faster-whisper worker %.0f MiB; earshotd model loads during the %d timed calls: %d",
+            say(String(format: "  peak RSS: earshotd %.0f MiB, faster-whisper worker %.0f MiB; earshotd model loads during the %d timed calls: %d",
                          Double(earshotPeak) / 1048576, Double(workerPeak) / 1048576, calls, loads))
         }
     }

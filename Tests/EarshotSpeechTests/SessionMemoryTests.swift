@@ -28,7 +28,7 @@ import TestSupport
     func feed(_ session: AnalysisSession, period audio: [Float], repeats: Int, gap: WireTime? = nil) async -> AnalysisSession.RetainedAudio {
         let pcm = PCMSamples.s16le(audio)
         let chunk = 10 * 16000 * 2
-        var peak = AnalysisSession.RetainedAudio(open: 0, preroll: 0, detector: 0, runs: 0)
+        var peak = AnalysisSession.RetainedAudio(open: 0, preroll: 0, detector: 0, decoding: 0, runs: 0)
         var next = WireTime.zero
         for _ in 0..<repeats {
             for start in stride(from: 0, to: pcm.count, by: chunk) {
@@ -38,7 +38,7 @@ import TestSupport
             }
             let now = await session.retainedAudio()
             peak = .init(open: max(peak.open, now.open), preroll: max(peak.preroll, now.preroll),
-                         detector: max(peak.detector, now.detector), runs: max(peak.runs, now.runs))
+                         detector: max(peak.detector, now.detector), decoding: max(peak.decoding, now.decoding), runs: max(peak.runs, now.runs))
         }
         return peak
     }

@@ -1,7 +1,10 @@
 // vs-faster-whisper: Earshot against faster-whisper on the same CTranslate2 weights (issue 10,
 // item 5), both warm, interleaved, 2 threads each; every figure beside its baseline in one run.
 //
-//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base]
+//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]
+//
+// --baseline-earshotd adds another earshotd build (e.g. main's) as a third engine, for ratios
+// before/after a change measured in the same run.
 //
 // Earshot: the release earshotd (InferenceThreads=2) on a catalog holding one Whisper asset (the
 // embedded one, re-signed with a throwaway key), and one `earshot transcribe FILE` per file.
@@ -19,6 +22,8 @@ struct Options {
     var runs = 3
     var repeats = 13
     var models = ["tiny.en", "base"]
+    /// Another earshotd build to run beside this one (before/after comparisons).
+    var baseline: String?
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
@@ -32,6 +37,7 @@ struct Options {
             case "--runs": runs = Self.positive(value)
             case "--repeats": repeats = Self.positive(value)
             case "--models": models = value.split(separator: ",").map(String.init)
+            case "--baseline-earshotd": baseline = value
             default: Self.usage()
             }
         }
@@ -44,7 +50,7 @@ struct Options {
     }
 
     static func usage() -> Never {
-        fail("usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base]")
+        fail("usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]")
     }
 }
 
@@ -161,8 +167,16 @@ struct Tally {
     var times: [Double] = []
     var cpu: [Double] = []
     var text: [String] = []
-    var median: Double { times.sorted()[times.count / 2] }
-    var medianCPU: Double { cpu.sorted()[cpu.count / 2] }
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+/// Something that transcribes a file set: wall seconds, CPU seconds, one text per file.
+struct Engine {
+    let name: String
+    /// The process holding the model (peak RSS).
+    let pid: Int32
+    let run: ([String]) async throws -> (seconds: Double, cpu: Double, text: [String])
 }
 
 @main
@@ -181,73 +195,85 @@ enum VsFasterWhisper {
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         say("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
         say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd + `earshot transcribe FILE` per file")
+        let cli = BuiltProducts.path("earshot")
 
         for name in options.models {
             let model = Model(name)!
             let catalog = try await singleModelCatalog(model, in: directory)
-            let daemon = try await TestDaemon(config: "[Analysis]\nInferenceThreads=2\n", arguments: ["--catalog", catalog.url, "--keys-dir", catalog.keys])
-            let cli = BuiltProducts.path("earshot")
-            let install = try await ChildProcess.run(cli, ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"], in: daemon.directory, timeout: .seconds(300))
-            guard install.status == 0 || install.status == 2 else { fail("earshot install: \(install.stderr)") }
+            // With base on the long file under load, `earshot transcribe` went 30 s without reading
+            // its output while its upload waited on the daemon's back-pressure, and the daemon
+            // dropped it (OutputStallTimeoutSec): allow longer, to measure the CLI as it is.
+            let config = "[Analysis]\nInferenceThreads=2\n[Limits]\nOutputStallTimeoutSec=600\n"
+            var engines: [Engine] = []
+            var daemons: [TestDaemon] = []
+            for (label, executable) in [("Earshot", nil)] + (options.baseline.map { [("Earshot baseline", $0)] } ?? []) {
+                let daemon = try await TestDaemon(config: config, arguments: ["--catalog", catalog.url, "--keys-dir", catalog.keys], executable: executable)
+                let install = try await ChildProcess.run(cli, ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"], in: daemon.directory, timeout: .seconds(300))
+                guard install.status == 0 || install.status == 2 else { fail("earshot install: \(install.stderr)") }
+                daemons.append(daemon)
+                engines.append(Engine(name: label, pid: daemon.child.pid) { files in
+                    let cpu0 = cpuSeconds(daemon.child.pid) + childrenCPUSeconds()
+                    let start = ContinuousClock.now
+                    var texts: [String] = []
+                    for file in files {
+                        let run = try await ChildProcess.run(cli, ["--socket", daemon.socket, "transcribe", file], in: daemon.directory, timeout: .seconds(600))
+                        guard run.status == 0 else { fail("earshot transcribe \(file): \(run.stderr)") }
+                        texts.append(run.stdout)
+                    }
+                    return (elapsed(since: start), cpuSeconds(daemon.child.pid) + childrenCPUSeconds() - cpu0, texts)
+                })
+            }
             let worker = try await BlockingWork.run("worker") {
                 try Worker(python: options.python, script: options.worker, modelDirectory: options.ct2 + "/" + model.ct2)
             }
-
-            func earshot(_ files: [String]) async throws -> (seconds: Double, cpu: Double, text: [String]) {
-                let cpu0 = cpuSeconds(daemon.child.pid) + childrenCPUSeconds()
-                let start = ContinuousClock.now
-                var texts: [String] = []
-                for file in files {
-                    let run = try await ChildProcess.run(cli, ["--socket", daemon.socket, "transcribe", file], in: daemon.directory, timeout: .seconds(600))
-                    guard run.status == 0 else { fail("earshot transcribe \(file): \(run.stderr)") }
-                    texts.append(run.stdout)
-                }
-                return (elapsed(since: start), cpuSeconds(daemon.child.pid) + childrenCPUSeconds() - cpu0, texts)
-            }
-            func fasterWhisper(_ files: [String]) async throws -> (seconds: Double, cpu: Double, text: [String]) {
+            engines.append(Engine(name: "faster-whisper", pid: worker.pid) { files in
                 try await BlockingWork.run("faster-whisper") {
                     let cpu0 = cpuSeconds(worker.pid)
                     let start = ContinuousClock.now
                     let texts = try files.map(worker.transcribe)
                     return (elapsed(since: start), cpuSeconds(worker.pid) - cpu0, texts)
                 }
-            }
+            })
 
             // Warm-up: one untimed call each.
-            _ = try await earshot([sets[0].files[0]])
-            _ = try await fasterWhisper([sets[0].files[0]])
-            let loadsBefore = try await modelLoads(daemon.socket)
-            var tallies = Array(repeating: (earshot: Tally(), fasterWhisper: Tally()), count: sets.count)
+            for engine in engines { _ = try await engine.run([sets[0].files[0]]) }
+            let loadsBefore = try await modelLoads(daemons[0].socket)
+            var tallies = Array(repeating: Array(repeating: Tally(), count: engines.count), count: sets.count)
             for run in 0..<options.runs {
                 for (index, set) in sets.enumerated() {
-                    // Alternate which goes first, so neither always runs on a cooler machine.
-                    for engine in run % 2 == 0 ? [0, 1] : [1, 0] {
-                        let result = engine == 0 ? try await earshot(set.files) : try await fasterWhisper(set.files)
-                        if engine == 0 {
-                            tallies[index].earshot.times.append(result.seconds); tallies[index].earshot.cpu.append(result.cpu); tallies[index].earshot.text = result.text
-                        } else {
-                            tallies[index].fasterWhisper.times.append(result.seconds); tallies[index].fasterWhisper.cpu.append(result.cpu); tallies[index].fasterWhisper.text = result.text
-                        }
+                    // Rotate which goes first, so none always runs on a cooler machine.
+                    for offset in engines.indices {
+                        let engine = (run + offset) % engines.count
+                        let result = try await engines[engine].run(set.files)
+                        tallies[index][engine].times.append(result.seconds)
+                        tallies[index][engine].cpu.append(result.cpu)
+                        tallies[index][engine].text = result.text
                     }
                 }
             }
-            let loads = try await modelLoads(daemon.socket) - loadsBefore
+            let loads = try await modelLoads(daemons[0].socket) - loadsBefore
             let calls = options.runs * sets.map(\.files.count).reduce(0, +)
-            let earshotPeak = ProcessMemory(pid: daemon.child.pid).peak, workerPeak = ProcessMemory(pid: worker.pid).peak
+            let peaks = engines.map { ProcessMemory(pid: $0.pid).peak }
             await BlockingWork.run("worker-stop") { worker.stop() }
-            await daemon.cleanUp()
+            for daemon in daemons { await daemon.cleanUp() }
 
             say("")
             say("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX converted from them)")
             for (set, tally) in zip(sets, tallies) {
-                let werE = LibriVox.wer(Array(zip(set.references, tally.earshot.text))), werF = LibriVox.wer(Array(zip(set.references, tally.fasterWhisper.text)))
                 say("  \(set.name)")
-                say(String(format: "    Earshot         %7.2f s wall  %7.2f s CPU  WER %5.1f %%   runs: %@", tally.earshot.median, tally.earshot.medianCPU, werE * 100, tally.earshot.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
-                say(String(format: "    faster-whisper  %7.2f s wall  %7.2f s CPU  WER %5.1f %%   runs: %@", tally.fasterWhisper.median, tally.fasterWhisper.medianCPU, werF * 100, tally.fasterWhisper.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
-                say(String(format: "    ratio Earshot / faster-whisper: time %.2f×, CPU %.2f×", tally.earshot.median / tally.fasterWhisper.median, tally.earshot.medianCPU / tally.fasterWhisper.medianCPU))
+                for (engine, t) in zip(engines, tally) {
+                    say(String(format: "    %-17@ %7.2f s wall  %7.2f s CPU  WER %5.1f %%  peak RSS %4.0f MiB   runs: %@", engine.name, median(t.times), median(t.cpu),
+                               LibriVox.wer(Array(zip(set.references, t.text))) * 100, Double(peaks[engines.firstIndex { $0.name == engine.name }!]) / 1048576,
+                               t.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
+                }
+                // Ratios of the same round (the engines ran back to back), median over the rounds.
+                func ratio(_ a: Int, _ b: Int) -> String {
+                    String(format: "time %.2f×, CPU %.2f×", median(zip(tally[a].times, tally[b].times).map(/)), median(zip(tally[a].cpu, tally[b].cpu).map(/)))
+                }
+                say("    ratio Earshot / faster-whisper: \(ratio(0, engines.count - 1))")
+                if engines.count == 3 { say("    ratio Earshot / Earshot baseline: \(ratio(0, 1))") }
             }
-            say(String(format: "  peak RSS: earshotd %.0f MiB, faster-whisper worker %.0f MiB; earshotd model loads during the %d timed calls: %d",
-                         Double(earshotPeak) / 1048576, Double(workerPeak) / 1048576, calls, loads))
+            say("  earshotd model loads during the \(calls) timed calls: \(loads) (peak RSS: over the whole run, loads included)")
         }
     }
 

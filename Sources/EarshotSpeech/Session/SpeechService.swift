@@ -104,6 +104,7 @@ public actor SpeechService {
         cache = ModelCache(lingerSeconds: settings.lingerSeconds, now: now)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
         decodeGate = DecodeGate(slots: settings.decodeSlots)
+        MemoryReclaim.keepLargeBlocksReturnable()
     }
 
     /// Opens a session (or throws `insufficientResources`), loading shared models as needed.

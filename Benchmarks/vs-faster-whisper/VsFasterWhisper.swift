@@ -262,7 +262,7 @@ enum VsFasterWhisper {
             for (set, tally) in zip(sets, tallies) {
                 say("  \(set.name)")
                 for (engine, t) in zip(engines, tally) {
-                    say(String(format: "    %-17@ %7.2f s wall  %7.2f s CPU  WER %5.1f %%  peak RSS %4.0f MiB   runs: %@", engine.name, median(t.times), median(t.cpu),
+                    say("    " + engine.name.padding(toLength: 17, withPad: " ", startingAt: 0) + String(format: "%7.2f s wall  %7.2f s CPU  WER %5.1f %%  peak RSS %4.0f MiB   runs: %@", median(t.times), median(t.cpu),
                                LibriVox.wer(Array(zip(set.references, t.text))) * 100, Double(peaks[engines.firstIndex { $0.name == engine.name }!]) / 1048576,
                                t.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
                 }

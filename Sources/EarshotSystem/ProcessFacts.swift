@@ -62,6 +62,15 @@ public enum MemoryReclaim {
     private static let queue = DispatchQueue(label: "earshot.memory-reclaim", qos: .utility)
     private static let pending = Pending()
 
+    /// Keeps large allocations returnable; call once before engines load (idempotent). glibc
+    /// raises its mmap threshold to the largest block freed (up to 32 MiB), so after ONNX Runtime
+    /// frees its first big buffers, later ones come from thread arenas, whose free top `malloc_trim`
+    /// never returns: 75–110 MiB stayed anonymous after a model was unloaded. A fixed 128 KiB
+    /// threshold maps such blocks separately, so freeing them gives them back at once.
+    public static func keepLargeBlocksReturnable() { _ = fixedThreshold }
+
+    private static let fixedThreshold: Void = { _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024) }()
+
     /// Call after freeing a large engine object.
     public static func afterRelease() {
         guard pending.mark() else { return }

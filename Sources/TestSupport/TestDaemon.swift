@@ -7,8 +7,9 @@ public final class TestDaemon: Sendable {
     public let socket: String
     public let child: ChildProcess
 
-    /// Starts the daemon (user mode, private dirs) and waits until its socket answers.
-    public init(config: String = "", arguments: [String] = [], environment: [String: String?] = [:]) async throws {
+    /// Starts the daemon (user mode, private dirs) and waits until its socket answers; `executable`
+    /// defaults to the built `earshotd`.
+    public init(config: String = "", arguments: [String] = [], environment: [String: String?] = [:], executable: String? = nil) async throws {
         directory = try TempDirectory("esd")
         socket = directory.file("run/earshot.sock")
         let configFile = try directory.write("earshotd.conf", config)
@@ -16,7 +17,7 @@ public final class TestDaemon: Sendable {
         for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM"] where env[key] == nil {
             env[key] = .some(nil)
         }
-        child = try ChildProcess(BuiltProducts.path("earshotd"),
+        child = try ChildProcess(executable ?? BuiltProducts.path("earshotd"),
                                  ["--user", "--socket", socket, "--state-dir", directory.file("state"), "--cache-dir", directory.file("cache"), "--config", configFile] + arguments,
                                  environment: env, in: directory)
         try await TestDaemon.waitForSocket(socket, process: child)

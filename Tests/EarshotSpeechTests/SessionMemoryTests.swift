@@ -12,7 +12,7 @@ import TestSupport
 @Suite(.serialized) struct SessionMemoryTests {
     static let minute = 60 * 16000
 
-    func session(_ modules: [ModuleConfiguration], log: EventLog) throws -> AnalysisSession {
+    func session(_ modules: [ModuleConfiguration], parallelism: Int = 1, log: EventLog) throws -> AnalysisSession {
         try #require(FileManager.default.fileExists(atPath: SessionTests.vadModel), "run Scripts/setup.sh: it installs the Silero VAD model")
         var configuration = SileroDetector.Configuration.transcription
         configuration.modelPath = SessionTests.vadModel
@@ -21,14 +21,14 @@ import TestSupport
         let runs = modules.enumerated().map { index, config in
             SessionModule(index: index, configuration: config, engine: config.kind == .detector ? .detector : .segments(transcriber))
         }
-        return AnalysisSession(id: "m", modules: runs, vad: vad) { log.append($0) }
+        return AnalysisSession(id: "m", modules: runs, vad: vad, decodeParallelism: parallelism) { log.append($0) }
     }
 
     /// Feeds `audio` (one period) `repeats` times in 10 s chunks; returns the most the session held.
     func feed(_ session: AnalysisSession, period audio: [Float], repeats: Int, gap: WireTime? = nil) async -> AnalysisSession.RetainedAudio {
         let pcm = PCMSamples.s16le(audio)
         let chunk = 10 * 16000 * 2
-        var peak = AnalysisSession.RetainedAudio(open: 0, preroll: 0, detector: 0, runs: 0)
+        var peak = AnalysisSession.RetainedAudio(open: 0, preroll: 0, detector: 0, decoding: 0, runs: 0)
         var next = WireTime.zero
         for _ in 0..<repeats {
             for start in stride(from: 0, to: pcm.count, by: chunk) {
@@ -38,7 +38,7 @@ import TestSupport
             }
             let now = await session.retainedAudio()
             peak = .init(open: max(peak.open, now.open), preroll: max(peak.preroll, now.preroll),
-                         detector: max(peak.detector, now.detector), runs: max(peak.runs, now.runs))
+                         detector: max(peak.detector, now.detector), decoding: max(peak.decoding, now.decoding), runs: max(peak.runs, now.runs))
         }
         return peak
     }
@@ -58,11 +58,13 @@ import TestSupport
         #expect(log.finished.count == 1)
     }
 
-    @Test func memoryGrowsWithStreamLengthOfAlternatingSpeechAndSilence() async throws {
+    /// With 1 and 4 segments decoding at once (what decodes in flight hold counts too).
+    @Test(arguments: [1, 4])
+    func memoryGrowsWithStreamLengthOfAlternatingSpeechAndSilence(parallelism: Int) async throws {
         // Speech, 20 s of silence, speech, 1 s of silence: 10 minutes, every utterance transcribed.
         let log = EventLog()
         let detector = ModuleConfiguration(kind: .detector, locale: nil, reportingOptions: ["reportResults"], sensitivity: "medium")
-        let session = try session([SessionTests.transcriber, detector], log: log)
+        let session = try session([SessionTests.transcriber, detector], parallelism: parallelism, log: log)
         let speech = try SessionTests.speech()
         let period = speech + SessionTests.silence(20) + speech + SessionTests.silence(1)
         let repeats = 10 * Self.minute / period.count

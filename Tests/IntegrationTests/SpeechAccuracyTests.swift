@@ -172,7 +172,7 @@ struct SpeechAccuracyTests {
         let directory = try TempDirectory("eslong")
         defer { directory.remove() }
         let repeats = 3
-        let (path, reference) = try await SpeechFixtures.longRecording(in: directory, repeats: repeats)
+        let (path, reference) = try SpeechFixtures.longRecording(in: directory, repeats: repeats)
         let samples = try SpeechFixtures.samples(path: path)
         #expect(samples.count > 60 * SpeechFixtures.rate, "the recording must be longer than 60 s")
 

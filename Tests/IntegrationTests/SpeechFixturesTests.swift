@@ -10,13 +10,11 @@ import TestSupport
 /// Real speech and models as a fresh machine gets them (Debian `pocketsphinx-testdata`, the
 /// embedded catalog `Scripts/setup.sh` builds from Debian and PyPI packages).
 enum SpeechFixtures {
-    static let librivox = "/usr/share/pocketsphinx/test/data/librivox"
-    /// The five utterances, in reading order.
-    static let ids = [870, 880, 890, 920, 930].map { "sense_and_sensibility_01_austen_64kb-0\($0)" }
+    static let ids = LibriVox.ids
     static let embeddedCatalog = EmbeddedModels.catalog
     static let rate = 16000
 
-    static func path(_ id: String) -> String { "\(librivox)/\(id).wav" }
+    static func path(_ id: String) -> String { LibriVox.path(id) }
 
     /// The project root (two levels above this file's directory).
     static let projectRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
@@ -43,15 +41,9 @@ enum SpeechFixtures {
         try #require(try WordErrorRate.librivoxReferences()[id], "no reference for \(id)")
     }
 
-    /// Hypothesis words as the fixtures README scores them ("Mr." read as "mister").
-    static func words(_ hypothesis: String) -> [String] {
-        WordErrorRate.words(hypothesis).map { $0 == "mr" ? "mister" : $0 }
-    }
+    static func words(_ hypothesis: String) -> [String] { LibriVox.words(hypothesis) }
 
-    /// WER of `pairs` with hypotheses normalized as above.
-    static func wer(_ pairs: [(reference: String, hypothesis: String)]) -> Double {
-        WordErrorRate.rate(pairs.map { ($0.reference, words($0.hypothesis).joined(separator: " ")) })
-    }
+    static func wer(_ pairs: [(reference: String, hypothesis: String)]) -> Double { LibriVox.wer(pairs) }
 
     /// Whether `keys` occur in `words` in this order (other words may come between).
     static func inOrder(_ keys: [String], in words: [String]) -> (ok: Bool, missing: String?) {
@@ -63,28 +55,11 @@ enum SpeechFixtures {
         return (true, nil)
     }
 
-    /// Writes the utterances `repeats` times, each followed by `silence` seconds of silence, as a
-    /// 16 kHz mono WAV with python3's `wave` module; returns its path and the reference text.
-    static func longRecording(in directory: TempDirectory, repeats: Int = 3, silence: Double = 1) async throws -> (path: String, reference: String) {
-        let script = try directory.write("make-long.py", """
-        import sys, wave
-        out, silence, repeats, files = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-        parts = []
-        for _ in range(repeats):
-            for name in files:
-                with wave.open(name, "rb") as w:
-                    assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
-                    parts.append(w.readframes(w.getnframes()))
-                parts.append(b"\\0\\0" * int(16000 * silence))
-        with wave.open(out, "wb") as w:
-            w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
-            w.writeframes(b"".join(parts))
-        """)
+    /// The utterances `repeats` times, each followed by `silence` seconds of silence, as one WAV
+    /// file in `directory`; its path and the reference text.
+    static func longRecording(in directory: TempDirectory, repeats: Int = 3, silence: Double = 1) throws -> (path: String, reference: String) {
         let out = directory.file("long.wav")
-        let made = try await ChildProcess.run("/usr/bin/env", ["python3", script, out, "\(silence)", "\(repeats)"] + ids.map(path), in: directory)
-        try #require(made.status == 0, "python3 could not write the long recording: \(made.stderr)")
-        let references = try ids.map(reference)
-        return (out, Array(repeating: references.joined(separator: " "), count: repeats).joined(separator: " "))
+        return (out, try LibriVox.writeRecording(to: out, repeats: repeats, silence: silence))
     }
 
     /// Index just after the last 10 ms frame louder than `fraction` of the loudest frame (RMS).

@@ -12,13 +12,19 @@ import Foundation
 /// speech segments: offline transcribers decode each segment once it ends (and, for volatile
 /// results, re-decode the open one as it grows); streaming decoders follow the speech as it
 /// arrives; detectors report speech and silence ranges.
+///
+/// Segments decode concurrently: each ended segment goes to the session's decode queue (at most
+/// `decodeParallelism` at once, holding at most ``maxDecodingSamples``; the daemon-wide gate inside
+/// the shared model bounds all sessions together) while the VAD reads on, and ``OrderedEvents``
+/// emits every event in the order a sequential session would.
 public final class AnalysisSession: @unchecked Sendable {
     public static let sampleRate: Int32 = 16000
     public let id: String
     private let queue: DispatchQueue
-    private let emit: @Sendable (SessionEvent) -> Void
+    private let window: DecodeWindow
 
     // Confined to `queue`.
+    private let events: OrderedEvents
     private var modules: [SessionModule]
     private let vad: any SpeechSegmenting
     /// Samples given to the VAD so far (its index space).
@@ -55,17 +61,24 @@ public final class AnalysisSession: @unchecked Sendable {
     /// segments not yet decoded): 2 minutes, about 7.3 MiB as Float32, however long the stream.
     /// Queued input (``maxQueuedSamples`` plus one frame) comes on top.
     public static let maxRetainedSamples = 120 * 16000
+    /// Most audio a session's segment decodes in flight hold together: 40 s (the open audio, the
+    /// pre-roll and the detector's history stay within 80 s, so the total stays under
+    /// ``maxRetainedSamples``).
+    public static let maxDecodingSamples = 40 * 16000
     /// Most contiguous runs the timeline keeps (runs before what the VAD may still emit go).
     static let maxRetainedRuns = 4
     /// Input is analysed in blocks of at most this many samples (1 s), so a large chunk never
     /// makes the session hold more than one block beyond its bounds.
     static let ingestBlock = 16000
 
-    public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, emit: @escaping @Sendable (SessionEvent) -> Void) {
+    /// `decodeParallelism`: most segments decoded at once (the daemon uses one per core).
+    public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, decodeParallelism: Int = 1,
+                emit: @escaping @Sendable (SessionEvent) -> Void) {
         self.id = id
         self.modules = modules
         self.vad = vad
-        self.emit = emit
+        events = OrderedEvents(emit: emit)
+        window = DecodeWindow(label: "earshot.session.\(id).decode", lanes: decodeParallelism, maxSamples: Self.maxDecodingSamples)
         queue = DispatchQueue(label: "earshot.session.\(id)")
         LiveObjects.created("AnalysisSession")
     }
@@ -106,12 +119,12 @@ public final class AnalysisSession: @unchecked Sendable {
         }
     }
 
-    /// Finalizes everything received so far (at least through `time`); returns the last sample time.
+    /// Finalizes everything received so far (at least through `time`); returns the last sample time
+    /// once every result up to it has been emitted.
     public func finalize(through time: WireTime?) async -> WireTime? {
-        await onQueue { [self] in
-            guard !finished else { return lastTime }
+        await onQueueWhenEmitted { [self] in
+            guard !finished else { return }
             do { try finalizeOpen() } catch { fail(error) }
-            return lastTime
         }
     }
 
@@ -120,19 +133,14 @@ public final class AnalysisSession: @unchecked Sendable {
         if mode == .after, let time {
             return await withCheckedContinuation { continuation in
                 queue.async { [self] in
-                    if finished { return continuation.resume(returning: lastTime) }
-                    if let last = lastTime, last >= time {
-                        finishNow(finalizing: true)
-                        return continuation.resume(returning: lastTime)
-                    }
-                    finishAfter = time
+                    if finished { return events.whenEmitted { [self] in continuation.resume(returning: lastTime) } }
                     finishWaiters.append(continuation)
+                    if let last = lastTime, last >= time { finishNow(finalizing: true) } else { finishAfter = time }
                 }
             }
         }
-        return await onQueue { [self] in
+        return await onQueueWhenEmitted { [self] in
             if !finished { finishNow(finalizing: mode != .cancelNow) }
-            return lastTime
         }
     }
 
@@ -165,18 +173,32 @@ public final class AnalysisSession: @unchecked Sendable {
         var open: Int
         var preroll: Int
         var detector: Int
+        var decoding: Int
         var runs: Int
-        var samples: Int { open + preroll + detector }
+        var samples: Int { open + preroll + detector + decoding }
     }
 
     /// The audio the session holds now (after everything queued before the call).
     func retainedAudio() async -> RetainedAudio {
-        await onQueue { [self] in RetainedAudio(open: open.count, preroll: preroll.count, detector: vad.retainedSamples, runs: runs.count) }
+        await onQueue { [self] in
+            RetainedAudio(open: open.count, preroll: preroll.count, detector: vad.retainedSamples, decoding: window.samples, runs: runs.count)
+        }
     }
 
     private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: body()) }
+        }
+    }
+
+    /// Runs `body` on the queue; returns the last sample time once everything emitted by then has
+    /// gone out (decodes in flight included).
+    private func onQueueWhenEmitted(_ body: @escaping @Sendable () -> Void) async -> WireTime? {
+        await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                body()
+                events.whenEmitted { [self] in continuation.resume(returning: lastTime) }
+            }
         }
     }
 
@@ -267,8 +289,7 @@ public final class AnalysisSession: @unchecked Sendable {
             for module in modules {
                 switch module.engine {
                 case .segments(let model):
-                    let transcription = try model.transcribe(segment.samples, sampleRate: Int(Self.sampleRate))
-                    publish(module, transcription, from: start, to: end, final: true)
+                    decode(segment.samples, with: model, for: module, range: range(from: start, to: end))
                 case .streaming(let decoder):
                     let alternatives = module.wantsAlternatives ? 4 : 0
                     // The streamed utterance is used when it began with the segment; one started
@@ -292,6 +313,24 @@ public final class AnalysisSession: @unchecked Sendable {
             openStart += Int64(drop)
             lastVolatileAt = openStart
             updateVolatileRange(nil)
+        }
+    }
+
+    /// Decodes a final segment on a decode lane once the window admits it (blocking this queue
+    /// meanwhile: back-pressure); its result takes its place among the events.
+    private func decode(_ samples: [Float], with model: any SegmentTranscribing, for module: SessionModule, range: WireTimeRange) {
+        let ticket = events.reserve()
+        window.run(samples: samples.count) { [self] lane in
+            let outcome = Result { try model.transcribe(samples, sampleRate: Int(Self.sampleRate)) }
+            window.release(lane: lane, samples: samples.count)
+            queue.async { [self] in
+                switch outcome {
+                case .success(let transcription): events.fill(ticket, with: [.result(result(module, transcription, range: range, final: true))])
+                case .failure(let error):
+                    events.fill(ticket, with: [])
+                    fail(error)
+                }
+            }
         }
     }
 
@@ -344,10 +383,20 @@ public final class AnalysisSession: @unchecked Sendable {
 
     // MARK: Results (on queue)
 
+    private func range(from start: Int64, to end: Int64) -> WireTimeRange {
+        WireTimeRange(start: time(at: start), end: time(at: max(end, start)))
+    }
+
     private func publish(_ module: SessionModule, _ transcription: Transcription, from start: Int64, to end: Int64, final: Bool) {
+        guard final || !transcription.text.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        let range = range(from: start, to: end)
+        events.send(.result(result(module, transcription, range: range, final: final)))
+        if !final { updateVolatileRange(range) }
+    }
+
+    /// The result event for `transcription` of `range`.
+    private func result(_ module: SessionModule, _ transcription: Transcription, range: WireTimeRange, final: Bool) -> AnalyzerResult {
         let text = transcription.text.trimmingCharacters(in: .whitespaces)
-        guard final || !text.isEmpty else { return }
-        let range = WireTimeRange(start: time(at: start), end: time(at: max(end, start)))
         var runs: [TextRun]
         if (module.wantsTimeRanges || module.wantsConfidence), !transcription.words.isEmpty {
             runs = []
@@ -366,22 +415,21 @@ public final class AnalysisSession: @unchecked Sendable {
         }
         if final, text.isEmpty { runs = [] }
         let finalization = final ? range.end : time(at: openStart)
-        emit(.result(AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: finalization, isFinal: final,
-                                    runs: runs, alternatives: module.wantsAlternatives ? transcription.alternatives : [],
-                                    language: transcription.language)))
-        if !final { updateVolatileRange(WireTimeRange(start: range.start, end: range.end)) }
+        return AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: finalization, isFinal: final,
+                              runs: runs, alternatives: module.wantsAlternatives ? transcription.alternatives : [],
+                              language: transcription.language)
     }
 
     private func publishDetection(_ module: SessionModule, from start: Int64, to end: Int64, speech: Bool) {
         guard end > start else { return }
         let range = WireTimeRange(start: time(at: start), end: time(at: end))
-        emit(.result(AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: range.end, isFinal: true, runs: [], speechDetected: speech)))
+        events.send(.result(AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: range.end, isFinal: true, runs: [], speechDetected: speech)))
     }
 
     private func updateVolatileRange(_ range: WireTimeRange?) {
         guard range != volatileRange else { return }
         volatileRange = range
-        emit(.volatileRange(range))
+        events.send(.volatileRange(range))
     }
 
     private func finishNow(finalizing: Bool) {
@@ -389,7 +437,7 @@ public final class AnalysisSession: @unchecked Sendable {
             do { try finalizeOpen() } catch { return fail(error) }
         }
         finished = true
-        emit(.finished(nil))
+        events.send(.finished(nil))
         resumeFinishWaiters()
     }
 
@@ -397,14 +445,15 @@ public final class AnalysisSession: @unchecked Sendable {
     private func fail(_ error: any Error) {
         guard !finished else { return }
         finished = true
-        emit(.finished(error))
+        events.send(.finished(error))
         resumeFinishWaiters()
     }
 
+    /// Resumes `finish(.after)` callers once the events before `finished` have gone out.
     private func resumeFinishWaiters() {
         let waiters = finishWaiters
         finishWaiters = []
-        waiters.forEach { $0.resume(returning: lastTime) }
+        events.whenEmitted { [self] in waiters.forEach { $0.resume(returning: lastTime) } }
     }
 }
 

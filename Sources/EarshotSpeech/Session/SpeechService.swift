@@ -12,12 +12,17 @@ public struct SpeechSettings: Sendable {
     public var lingerSeconds: Double
     /// ONNX Runtime threads per Whisper decode.
     public var inferenceThreads: Int
+    /// Most Whisper decodes at once, daemon-wide (shared fairly between sessions) and of one session's
+    /// segments: one per core.
+    public var decodeSlots: Int
 
-    public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, inferenceThreads: Int = 2) {
+    public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, inferenceThreads: Int = 2,
+                decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
         self.inferenceThreads = inferenceThreads
+        self.decodeSlots = max(1, decodeSlots)
     }
 }
 
@@ -55,14 +60,15 @@ public struct SessionPlan: Sendable {
     }
 }
 
-/// A shared model whose decodes wait for a slot (on the session's own thread, never the pool).
-struct GatedTranscriber: SegmentTranscribing, @unchecked Sendable {
-    // Unchecked: DispatchSemaphore is thread-safe.
+/// A shared model whose decodes wait for a slot of the daemon-wide gate, as session `client`
+/// (on the session's own threads, never the pool).
+struct GatedTranscriber: SegmentTranscribing {
     let model: any SegmentTranscribing
-    let gate: DispatchSemaphore
+    let gate: DecodeGate
+    let client: String
     func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
-        gate.wait()
-        defer { gate.signal() }
+        gate.acquire(client: client)
+        defer { gate.release(client: client) }
         return try model.transcribe(samples, sampleRate: sampleRate)
     }
 }
@@ -88,7 +94,7 @@ public actor SpeechService {
     private var sessions: [String: (session: AnalysisSession, plan: SessionPlan, keys: [String])] = [:]
     /// Bounds concurrent Whisper decodes to one per core (each decode holds 65–80 MiB of ONNX
     /// Runtime working memory; more at once only adds memory, not throughput).
-    private let decodeGate: DispatchSemaphore
+    private let decodeGate: DecodeGate
     /// Sessions admitted and still loading their models.
     private var opening = 0
     private var nextID = 1
@@ -98,7 +104,8 @@ public actor SpeechService {
         self.settings = settings
         cache = ModelCache(lingerSeconds: settings.lingerSeconds, clock: clock)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
-        decodeGate = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))
+        decodeGate = DecodeGate(slots: settings.decodeSlots)
+        MemoryReclaim.keepLargeBlocksReturnable()
     }
 
     /// Opens a session (or throws `insufficientResources`), loading shared models as needed.
@@ -113,7 +120,7 @@ public actor SpeechService {
         do {
             var modules: [SessionModule] = []
             for (index, entry) in plan.modules.enumerated() {
-                let engine = try await engine(for: entry.configuration, asset: entry.asset, context: plan.context)
+                let engine = try await engine(for: entry.configuration, asset: entry.asset, context: plan.context, session: id)
                 if case .segments = engine { keys.append(Self.cacheKey(entry.asset, configuration: entry.configuration, threads: settings.inferenceThreads)) }
                 modules.append(SessionModule(index: index, configuration: entry.configuration, engine: engine))
             }
@@ -125,7 +132,7 @@ public actor SpeechService {
                 configuration.sensitivity = sensitivity
                 return try SileroDetector(configuration: configuration)
             }
-            let session = AnalysisSession(id: id, modules: modules, vad: vad) { emit(id, $0) }
+            let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots) { emit(id, $0) }
             sessions[id] = (session, plan, keys)
             return session
         } catch {
@@ -134,7 +141,8 @@ public actor SpeechService {
         }
     }
 
-    private func engine(for configuration: ModuleConfiguration, asset: ModelAsset, context: AnalysisContextData) async throws -> SessionEngine {
+    /// The engine for one module of session `session` (nil: preloading, no session).
+    private func engine(for configuration: ModuleConfiguration, asset: ModelAsset, context: AnalysisContextData, session: String?) async throws -> SessionEngine {
         switch asset.engine {
         case "sherpa-onnx-whisper":
             guard let encoder = asset.files["encoder"], let decoder = asset.files["decoder"], let tokens = asset.files["tokens"] else {
@@ -146,7 +154,7 @@ public actor SpeechService {
                 let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), language: language, task: task, numThreads: threads)
                 return (model, model.memoryBytes)
             }
-            return .segments(GatedTranscriber(model: model, gate: decodeGate))
+            return .segments(GatedTranscriber(model: model, gate: decodeGate, client: session ?? ""))
         case "pocketsphinx":
             let decoder = try await BlockingWork.run("earshot.decoder") {
                 try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.contextualStrings.values.flatMap { $0 })
@@ -167,7 +175,7 @@ public actor SpeechService {
         var keys: [String] = []
         do {
             for (index, module) in modules.enumerated() {
-                let engine = try await engine(for: module.configuration, asset: module.asset, context: entry.plan.context)
+                let engine = try await engine(for: module.configuration, asset: module.asset, context: entry.plan.context, session: id)
                 if case .segments = engine { keys.append(Self.cacheKey(module.asset, configuration: module.configuration, threads: settings.inferenceThreads)) }
                 built.append(SessionModule(index: index, configuration: module.configuration, engine: engine))
             }
@@ -235,7 +243,7 @@ public actor SpeechService {
     /// Preloads the models a plan needs (`prepareToAnalyze`), kept `lingering`.
     public func prepare(_ plan: SessionPlan) async throws {
         for (configuration, asset) in plan.modules where asset.engine == "sherpa-onnx-whisper" {
-            if case .segments = try await engine(for: configuration, asset: asset, context: plan.context) {
+            if case .segments = try await engine(for: configuration, asset: asset, context: plan.context, session: nil) {
                 await cache.release(Self.cacheKey(asset, configuration: configuration, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner, uid: plan.ownerUID)
             }
         }

@@ -155,6 +155,8 @@ public final class SileroDetector: @unchecked Sendable {
     deinit {
         LiveObjects.destroyed("SileroDetector")
         SherpaOnnxDestroyVoiceActivityDetector(vad)
+        // Its ONNX Runtime session goes with the analysis session, often after the model's trim.
+        MemoryReclaim.afterRelease()
     }
 
     /// Feeds 16 kHz mono samples in [-1, 1], any number at a time.

@@ -1,0 +1,292 @@
+// vs-faster-whisper: Earshot against faster-whisper on the same CTranslate2 weights (issue 10,
+// item 5), both warm, interleaved, 2 threads each; every figure beside its baseline in one run.
+//
+//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]
+//
+// --baseline-earshotd adds another earshotd build (e.g. main's) as a third engine, for ratios
+// before/after a change measured in the same run.
+//
+// Earshot: the release earshotd (InferenceThreads=2) on a catalog holding one Whisper asset (the
+// embedded one, re-signed with a throwaway key), and one `earshot transcribe FILE` per file.
+// faster-whisper: one warm worker process (faster-whisper-worker.py; int8, beam 1). Time is wall
+// time per file set; CPU seconds are the daemon's plus the CLI's, and the worker's (/proc, getrusage);
+// peak RSS is each model holder's VmHWM. vs-faster-whisper.sh provides the virtual environment and
+// the CTranslate2 directories.
+import EarshotSystem
+import EarshotWire
+import Foundation
+import TestSupport
+
+struct Options {
+    var python = "", worker = "", ct2 = "", scratch = ""
+    var runs = 3
+    var repeats = 13
+    var models = ["tiny.en", "base"]
+    /// Another earshotd build to run beside this one (before/after comparisons).
+    var baseline: String?
+
+    init(_ arguments: [String]) {
+        var rest = arguments.dropFirst()
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst() else { Self.usage() }
+            switch flag {
+            case "--python": python = value
+            case "--worker": worker = value
+            case "--ct2": ct2 = value
+            case "--scratch": scratch = value
+            case "--runs": runs = Self.positive(value)
+            case "--repeats": repeats = Self.positive(value)
+            case "--models": models = value.split(separator: ",").map(String.init)
+            case "--baseline-earshotd": baseline = value
+            default: Self.usage()
+            }
+        }
+        if python.isEmpty || worker.isEmpty || ct2.isEmpty || scratch.isEmpty || models.contains(where: { Model($0) == nil }) { Self.usage() }
+    }
+
+    static func positive(_ text: String) -> Int {
+        guard let value = Int(text), value > 0 else { usage() }
+        return value
+    }
+
+    static func usage() -> Never {
+        fail("usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]")
+    }
+}
+
+/// One Whisper model: its embedded catalog asset and its CTranslate2 directory's name.
+struct Model {
+    let name, asset, ct2: String
+
+    init?(_ name: String) {
+        switch name {
+        case "tiny.en": (self.name, asset, ct2) = (name, "whisper-tiny-en", "whisper-tiny.en")
+        case "base": (self.name, asset, ct2) = (name, "whisper-base", "whisper-base")
+        default: return nil
+        }
+    }
+}
+
+/// Prints a line unbuffered, so a failure later never loses figures already measured.
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("vs-faster-whisper: \(message)\n".utf8))
+    exit(1)
+}
+
+let embeddedCatalog = "/usr/local/share/earshot/catalog/catalog.json"
+
+/// CPU seconds (user + system) a running process has used, from `/proc/PID/stat`.
+func cpuSeconds(_ pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return 0 }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// CPU seconds of this process's waited-for children (the CLI runs).
+func childrenCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+func elapsed(since start: ContinuousClock.Instant) -> Double {
+    let d = ContinuousClock.now - start
+    return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+/// The embedded catalog with `model`'s Whisper asset as the only one, signed with a key made for
+/// this run; returns the catalog URL and the keys directory.
+func singleModelCatalog(_ model: Model, in directory: TempDirectory) async throws -> (url: String, keys: String) {
+    guard let data = FileManager.default.contents(atPath: embeddedCatalog),
+          var catalog = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let assets = catalog["assets"] as? [[String: Any]] else { fail("no embedded catalog at \(embeddedCatalog): run Scripts/setup.sh") }
+    catalog["assets"] = assets.filter { ($0["id"] as? String).map { !$0.hasPrefix("whisper-") || $0 == model.asset } ?? false }
+    guard (catalog["assets"] as? [[String: Any]])?.contains(where: { $0["id"] as? String == model.asset }) == true else {
+        fail("the embedded catalog has no \(model.asset): run Scripts/setup.sh")
+    }
+    let path = directory.file("catalog-\(model.name).json")
+    try JSONSerialization.data(withJSONObject: catalog, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: path))
+    let keys = directory.file("keys-\(model.name)")
+    try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+    for arguments in [["-G", "-W", "-f", "-p", keys + "/bench.pub", "-s", directory.file("bench-\(model.name).key")],
+                      ["-S", "-s", directory.file("bench-\(model.name).key"), "-m", path]] {
+        let run = try await ChildProcess.run("/usr/bin/minisign", arguments, in: directory)
+        guard run.status == 0 else { fail("minisign \(arguments[0]): \(run.stderr)") }
+    }
+    return ("file://" + path, keys)
+}
+
+/// A faster-whisper worker holding one model, answering one transcript per path.
+final class Worker: @unchecked Sendable {
+    let process = Process()
+    private let input = Pipe(), output = Pipe()
+    private var buffer = Data()
+
+    init(python: String, script: String, modelDirectory: String) throws {
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script, modelDirectory, "2"]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        _ = try line()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Transcribes `path` (blocking: call off the cooperative pool).
+    func transcribe(_ path: String) throws -> String {
+        input.fileHandleForWriting.write(Data((path + "\n").utf8))
+        return try line()["text"] as? String ?? ""
+    }
+
+    private func line() throws -> [String: Any] {
+        while true {
+            if let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = buffer[..<end]
+                buffer.removeSubrange(...end)
+                return try JSONSerialization.jsonObject(with: line) as? [String: Any] ?? [:]
+            }
+            let more = output.fileHandleForReading.availableData
+            guard !more.isEmpty else { fail("the faster-whisper worker exited (\(process.isRunning ? "running" : "status \(process.terminationStatus)"))") }
+            buffer += more
+        }
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+/// One engine's figures for one file set, over the runs.
+struct Tally {
+    var times: [Double] = []
+    var cpu: [Double] = []
+    var text: [String] = []
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+/// Something that transcribes a file set: wall seconds, CPU seconds, one text per file.
+struct Engine {
+    let name: String
+    /// The process holding the model (peak RSS).
+    let pid: Int32
+    let run: ([String]) async throws -> (seconds: Double, cpu: Double, text: [String])
+}
+
+@main
+enum VsFasterWhisper {
+    static func main() async throws {
+        let options = Options(CommandLine.arguments)
+        let directory = try TempDirectory("vsfw")
+        defer { directory.remove() }
+        let longPath = options.scratch + "/librivox-\(options.repeats)x.wav"
+        let longReference = try LibriVox.writeRecording(to: longPath, repeats: options.repeats, silence: 0.5)
+        let references = try WordErrorRate.librivoxReferences()
+        let sets: [(name: String, files: [String], references: [String])] = [
+            ("5 LibriVox utterances (3–7 s, one call each)", LibriVox.ids.map(LibriVox.path), LibriVox.ids.map { references[$0] ?? "" }),
+            ("\(String(format: "%.1f", Double((try FileManager.default.attributesOfItem(atPath: longPath)[.size] as? Int ?? 44) - 44) / 32000 / 60)) min recording (the utterances \(options.repeats)×, 0.5 s gaps)", [longPath], [longReference]),
+        ]
+        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        say("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
+        say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd + `earshot transcribe FILE` per file")
+        let cli = BuiltProducts.path("earshot")
+
+        for name in options.models {
+            let model = Model(name)!
+            let catalog = try await singleModelCatalog(model, in: directory)
+            // With base on the long file under load, `earshot transcribe` went 30 s without reading
+            // its output while its upload waited on the daemon's back-pressure, and the daemon
+            // dropped it (OutputStallTimeoutSec): allow longer, to measure the CLI as it is.
+            let config = "[Analysis]\nInferenceThreads=2\n[Limits]\nOutputStallTimeoutSec=600\n"
+            var engines: [Engine] = []
+            var daemons: [TestDaemon] = []
+            for (label, executable) in [("Earshot", nil)] + (options.baseline.map { [("Earshot baseline", $0)] } ?? []) {
+                let daemon = try await TestDaemon(config: config, arguments: ["--catalog", catalog.url, "--keys-dir", catalog.keys], executable: executable)
+                let install = try await ChildProcess.run(cli, ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"], in: daemon.directory, timeout: .seconds(300))
+                guard install.status == 0 || install.status == 2 else { fail("earshot install: \(install.stderr)") }
+                daemons.append(daemon)
+                engines.append(Engine(name: label, pid: daemon.child.pid) { files in
+                    let cpu0 = cpuSeconds(daemon.child.pid) + childrenCPUSeconds()
+                    let start = ContinuousClock.now
+                    var texts: [String] = []
+                    for file in files {
+                        let run = try await ChildProcess.run(cli, ["--socket", daemon.socket, "transcribe", file], in: daemon.directory, timeout: .seconds(600))
+                        guard run.status == 0 else { fail("earshot transcribe \(file): \(run.stderr)") }
+                        texts.append(run.stdout)
+                    }
+                    return (elapsed(since: start), cpuSeconds(daemon.child.pid) + childrenCPUSeconds() - cpu0, texts)
+                })
+            }
+            let worker = try await BlockingWork.run("worker") {
+                try Worker(python: options.python, script: options.worker, modelDirectory: options.ct2 + "/" + model.ct2)
+            }
+            engines.append(Engine(name: "faster-whisper", pid: worker.pid) { files in
+                try await BlockingWork.run("faster-whisper") {
+                    let cpu0 = cpuSeconds(worker.pid)
+                    let start = ContinuousClock.now
+                    let texts = try files.map(worker.transcribe)
+                    return (elapsed(since: start), cpuSeconds(worker.pid) - cpu0, texts)
+                }
+            })
+
+            // Warm-up: one untimed call each.
+            for engine in engines { _ = try await engine.run([sets[0].files[0]]) }
+            let loadsBefore = try await modelLoads(daemons[0].socket)
+            var tallies = Array(repeating: Array(repeating: Tally(), count: engines.count), count: sets.count)
+            for run in 0..<options.runs {
+                for (index, set) in sets.enumerated() {
+                    // Rotate which goes first, so none always runs on a cooler machine.
+                    for offset in engines.indices {
+                        let engine = (run + offset) % engines.count
+                        let result = try await engines[engine].run(set.files)
+                        tallies[index][engine].times.append(result.seconds)
+                        tallies[index][engine].cpu.append(result.cpu)
+                        tallies[index][engine].text = result.text
+                    }
+                }
+            }
+            let loads = try await modelLoads(daemons[0].socket) - loadsBefore
+            let calls = options.runs * sets.map(\.files.count).reduce(0, +)
+            let peaks = engines.map { ProcessMemory(pid: $0.pid).peak }
+            await BlockingWork.run("worker-stop") { worker.stop() }
+            for daemon in daemons { await daemon.cleanUp() }
+
+            say("")
+            say("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX converted from them)")
+            for (set, tally) in zip(sets, tallies) {
+                say("  \(set.name)")
+                for (engine, t) in zip(engines, tally) {
+                    say("    " + engine.name.padding(toLength: 17, withPad: " ", startingAt: 0) + String(format: "%7.2f s wall  %7.2f s CPU  WER %5.1f %%  peak RSS %4.0f MiB   runs: %@", median(t.times), median(t.cpu),
+                               LibriVox.wer(Array(zip(set.references, t.text))) * 100, Double(peaks[engines.firstIndex { $0.name == engine.name }!]) / 1048576,
+                               t.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
+                }
+                // Ratios of the same round (the engines ran back to back), median over the rounds.
+                func ratio(_ a: Int, _ b: Int) -> String {
+                    String(format: "time %.2f×, CPU %.2f×", median(zip(tally[a].times, tally[b].times).map(/)), median(zip(tally[a].cpu, tally[b].cpu).map(/)))
+                }
+                say("    ratio Earshot / faster-whisper: \(ratio(0, engines.count - 1))")
+                if engines.count == 3 { say("    ratio Earshot / Earshot baseline: \(ratio(0, 1))") }
+            }
+            say("  earshotd model loads during the \(calls) timed calls: \(loads) (peak RSS: over the whole run, loads included)")
+        }
+    }
+
+    /// `model_loads` from the daemon's stats.
+    static func modelLoads(_ socket: String) async throws -> Int {
+        let connection = try TestConnection(socket)
+        defer { connection.close() }
+        var frame = try Frame(StatsRequest())
+        frame.data["id"] = .string("stats")
+        try await connection.channel.send(frame)
+        while let reply = try await connection.next(timeout: .seconds(30)) {
+            if reply.requestID == "stats" { return try reply.decode(StatsReply.self).modelLoads }
+        }
+        fail("no stats from the daemon")
+    }
+}

@@ -1,0 +1,179 @@
+@testable import EarshotSpeech
+import EarshotWire
+import Foundation
+import Testing
+
+/// A transcriber whose calls wait until the test lets each one finish, so tests decide the order
+/// in which concurrent decodes complete. Call `i` (in start order) waits for `finish(i)`.
+final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
+    private let lock = NSLock()
+    private var next = 0
+    private let gates = (0..<16).map { _ in DispatchSemaphore(value: 0) }
+    private let starts = DispatchSemaphore(value: 0)
+    private let completions = DispatchSemaphore(value: 0)
+    private var running = 0
+    private var most = 0
+    /// Most calls that ran at once.
+    var mostAtOnce: Int { lock.withLock { most } }
+
+    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+        let index = lock.withLock {
+            defer { next += 1; running += 1; most = max(most, running) }
+            return next
+        }
+        starts.signal()
+        gates[index].wait()
+        lock.withLock { running -= 1 }
+        defer { completions.signal() }
+        return Transcription(text: "segment of \(samples.count) samples", words: [])
+    }
+
+    /// Waits (off the cooperative pool) until `count` more calls have started; false after 60 s.
+    func waitForStarts(_ count: Int) async -> Bool {
+        await waitOn(starts, count)
+    }
+
+    /// Lets call `index` finish and waits until it has.
+    func finish(_ index: Int) async -> Bool {
+        gates[index].signal()
+        return await waitOn(completions, 1)
+    }
+
+    func finishAll() { gates.forEach { $0.signal() } }
+
+    private func waitOn(_ semaphore: DispatchSemaphore, _ count: Int) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: (0..<count).allSatisfy { _ in semaphore.wait(timeout: .now() + 60) == .success })
+            }.start()
+        }
+    }
+}
+
+/// Issue 10, item 2: one session decodes independent VAD segments concurrently, and its events
+/// still arrive exactly as a sequential session's would; the decode window and the daemon-wide
+/// gate hold their bounds.
+@Suite(.serialized) struct ConcurrentDecodeTests {
+    /// Three utterances with silence between them: three segments, the last ended only by finish.
+    static func audio() throws -> [Float] {
+        let speech = try SessionTests.speech()
+        return SessionTests.silence(0.5) + speech + SessionTests.silence(1.5) + speech + SessionTests.silence(1.5) + speech
+    }
+
+    static let detector = ModuleConfiguration(kind: .detector, locale: nil, reportingOptions: ["reportResults"], sensitivity: "medium")
+
+    func session(_ transcriber: any SegmentTranscribing, parallelism: Int, log: EventLog) throws -> AnalysisSession {
+        try #require(FileManager.default.fileExists(atPath: SessionTests.vadModel), "run Scripts/setup.sh: it installs the Silero VAD model")
+        let vad = try SileroDetector(configuration: .init(modelPath: SessionTests.vadModel, sensitivity: .medium))
+        let modules = [SessionModule(index: 0, configuration: SessionTests.transcriber, engine: .segments(transcriber)),
+                       SessionModule(index: 1, configuration: Self.detector, engine: .detector)]
+        return AnalysisSession(id: "c", modules: modules, vad: vad, decodeParallelism: parallelism) { log.append($0) }
+    }
+
+    /// Every event, comparable: results as (final, module, range, text), ranges, finished.
+    static func trace(_ log: EventLog) -> [String] {
+        log.events.map { event in
+            switch event {
+            case .result(let r): "result final=\(r.isFinal) module=\(r.module) \(r.range) speech=\(String(describing: r.speechDetected)) \(r.text)"
+            case .volatileRange(let range): "volatile \(String(describing: range))"
+            case .finished(let error): "finished \(String(describing: error))"
+            }
+        }
+    }
+
+    @Test func concurrentlyDecodedSegmentsArriveInOrderAndMatchTheSequentialSession() async throws {
+        let audio = try Self.audio()
+        let sequentialLog = EventLog()
+        let unheld = HeldTranscriber()
+        unheld.finishAll()
+        let sequential = try session(unheld, parallelism: 1, log: sequentialLog)
+        await sequential.accept(SessionTests.pcm(audio), format: .speech16k, start: nil)
+        _ = await sequential.finish(.finalizeThroughEndOfInput, time: nil)
+
+        let held = HeldTranscriber()
+        let log = EventLog()
+        let concurrent = try session(held, parallelism: 3, log: log)
+        await concurrent.accept(SessionTests.pcm(audio), format: .speech16k, start: nil)
+        // The first two segments decode at once (the third ends only at finish).
+        #expect(await held.waitForStarts(2))
+        // The second finishes first: nothing of it may come out before the first.
+        #expect(await held.finish(1))
+        #expect(log.finals.filter { $0.module == 0 }.isEmpty)
+        #expect(await held.finish(0))
+        let finishing = Task { await concurrent.finish(.finalizeThroughEndOfInput, time: nil) }
+        #expect(await held.waitForStarts(1))
+        #expect(await held.finish(2))
+        _ = await finishing.value
+
+        #expect(held.mostAtOnce == 2)
+        #expect(log.finals.filter { $0.module == 0 }.count == 3)
+        #expect(Self.trace(log) == Self.trace(sequentialLog))
+        #expect(log.finished.count == 1)
+    }
+
+    @Test(.enabled(if: SherpaFixture.bothAvailable, "needs Whisper tiny.en and the silero VAD model (Scripts/setup.sh)"))
+    func whisperGivesTheSequentialTranscriptWhenSegmentsDecodeConcurrently() async throws {
+        let model = try SherpaFixture.model()
+        let (samples, _) = try SherpaFixture.concatenation(longerThan: 30, silence: 1)
+        var traces: [[String]] = []
+        for parallelism in [1, 3] {
+            var configuration = SileroDetector.Configuration.transcription
+            configuration.modelPath = SessionTests.vadModel
+            let log = EventLog()
+            let session = AnalysisSession(id: "w\(parallelism)", modules: [SessionModule(index: 0, configuration: SessionTests.transcriber, engine: .segments(model))],
+                                          vad: try SileroDetector(configuration: configuration), decodeParallelism: parallelism) { log.append($0) }
+            for start in stride(from: 0, to: samples.count, by: 8000) {
+                await session.accept(SessionTests.pcm(Array(samples[start..<min(start + 8000, samples.count)])), format: .speech16k, start: nil)
+            }
+            _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
+            #expect(log.finals.count >= 5)
+            traces.append(Self.trace(log))
+        }
+        #expect(traces[0] == traces[1])
+    }
+
+    @Test func aSessionDecodesAtMostItsParallelism() async throws {
+        let held = HeldTranscriber()
+        let log = EventLog()
+        let session = try session(held, parallelism: 2, log: log)
+        await session.accept(SessionTests.pcm(try Self.audio()), format: .speech16k, start: nil)
+        let finishing = Task { await session.finish(.finalizeThroughEndOfInput, time: nil) }
+        #expect(await held.waitForStarts(2))
+        held.finishAll()
+        _ = await finishing.value
+        #expect(held.mostAtOnce == 2)
+        #expect(log.finals.filter { $0.module == 0 }.count == 3)
+    }
+
+    @Test func theWindowAdmitsNoMoreAudioThanItsBound() async throws {
+        let window = DecodeWindow(label: "test.window", lanes: 4, maxSamples: 100)
+        let first = DispatchSemaphore(value: 0)
+        window.run(samples: 60) { lane in
+            first.wait()
+            window.release(lane: lane, samples: 60)
+        }
+        // A second 60-sample decode waits for the first to release: it never sees 120 held.
+        let seen = Task.detached {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                Thread {
+                    window.run(samples: 60) { lane in
+                        let held = window.samples
+                        window.release(lane: lane, samples: 60)
+                        continuation.resume(returning: held)
+                    }
+                }.start()
+            }
+        }
+        first.signal()
+        #expect(await seen.value == 60)
+        #expect(window.samples == 0)
+    }
+
+    @Test func theGateServesTheSessionHoldingFewestSlotsFirst() {
+        let waiting: [(client: String, ticket: Int)] = [("long", 3), ("long", 4), ("other", 5)]
+        #expect(DecodeGate.next(waiting, held: ["long": 2]) == 5)
+        #expect(DecodeGate.next(waiting, held: [:]) == 3)
+        #expect(DecodeGate.next(waiting, held: ["long": 1, "other": 1]) == 3)
+        #expect(DecodeGate.next([], held: [:]) == nil)
+    }
+}

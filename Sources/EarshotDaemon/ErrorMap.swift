@@ -60,6 +60,14 @@ struct ErrorMap: Sendable {
             case .unsupportedFormat, .unreadable: WireError(.unsupportedAudioFormat, e.description)
             case .resampling: WireError(.internalError, e.description)
             }
+        case let e as SpeechError:
+            switch e {
+            case .admissionLimit: WireError(.insufficientResources, e.description)
+            case .incompleteAsset: WireError(.notInstalled, "\(e); reinstall the asset")
+            case .unknownEngine, .unsupportedLocale: WireError(.unsupportedLocale, e.description)
+            case .noSession: WireError(.notFound, e.description)
+            case .unsupportedAudio: WireError(.unsupportedAudioFormat, e.description)
+            }
         case let e as SherpaOnnxError:
             switch e {
             case .missingFile: WireError(.notInstalled, "\(e); reinstall the asset")

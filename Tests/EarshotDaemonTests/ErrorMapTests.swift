@@ -37,6 +37,10 @@ import Testing
             (PocketSphinxError.invalidWord("(x)", reason: "parentheses"), .badRequest),
             (AnalysisError.noModules, .badRequest), (AnalysisError.detectorOnly, .badRequest),
             (AnalysisError.noSession("s9"), .notFound), (AnalysisError.shuttingDown, .shuttingDown),
+            // Issue 8: the speech service threw wire errors itself; it has its own typed error now.
+            (SpeechError.admissionLimit(open: 4, limit: 4), .insufficientResources), (SpeechError.incompleteAsset("no tokens"), .notInstalled),
+            (SpeechError.unknownEngine(asset: "a@1", engine: "x"), .unsupportedLocale), (SpeechError.unsupportedLocale("xx"), .unsupportedLocale),
+            (SpeechError.noSession("s1"), .notFound), (SpeechError.unsupportedAudio("8 kHz"), .unsupportedAudioFormat),
         ]
         for (error, code) in cases {
             let wire = map.wire(error)

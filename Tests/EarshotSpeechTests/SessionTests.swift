@@ -138,7 +138,8 @@ final class EventLog: @unchecked Sendable {
         await session.accept([0, 0, 0, 0], format: AudioFormatSpec(rate: 44100, width: 2, channels: 2), start: nil)
         _ = await session.finalize(through: nil)
         #expect(log.finished.count == 1)
-        #expect(log.finished.first??.code == .unsupportedAudioFormat)
+        let ended = log.events.compactMap { event -> (any Error)? in if case .finished(let error) = event { error } else { nil } }
+        #expect(ended.first.map { if case SpeechError.unsupportedAudio? = $0 as? SpeechError { true } else { false } } == true, "\(ended)")
     }
 
     @Test func volatileResultsComeBeforeTheFinalOneAndTheRangeClears() async throws {

@@ -6,10 +6,10 @@ struct Admission: Sendable {
     let hardLimit: Int
 
     /// Whether one more session may open when `open` are running.
-    func admits(open: Int, ignoresResourceLimits: Bool) throws(WireError) {
+    func admits(open: Int, ignoresResourceLimits: Bool) throws(SpeechError) {
         if open < limit { return }
         if ignoresResourceLimits, open < hardLimit { return }
         let cap = ignoresResourceLimits ? hardLimit : limit
-        throw WireError(.insufficientResources, "too many analyses at once (\(open) running, limit \(cap)); retry when one finishes")
+        throw .admissionLimit(open: open, limit: cap)
     }
 }

@@ -97,11 +97,11 @@ public final class AnalysisSession: @unchecked Sendable {
             defer { backlog.remove(samples) }
             guard !finished else { return }
             guard format == .speech16k else {
-                fail(WireError(.unsupportedAudioFormat, "the analyzer takes \(AudioFormatSpec.speech16k.rate) Hz mono s16le; got \(format.rate) Hz, \(format.channels) channel(s), \(format.width * 8)-bit — convert before sending"))
+                fail(SpeechError.unsupportedAudio("the analyzer takes \(AudioFormatSpec.speech16k.rate) Hz mono s16le; got \(format.rate) Hz, \(format.channels) channel(s), \(format.width * 8)-bit — convert before sending"))
                 return
             }
             guard pcm.count % 2 == 0 else {
-                fail(WireError(.unsupportedAudioFormat, "an audio payload of \(pcm.count) bytes is not a whole number of 2-byte s16le samples"))
+                fail(SpeechError.unsupportedAudio("an audio payload of \(pcm.count) bytes is not a whole number of 2-byte s16le samples"))
                 return
             }
             do {

@@ -7,7 +7,7 @@ enum PocketSphinxEngine {
     /// directory), `language_model` and `dictionary`.
     static func decoder(files: [String: String], contextualStrings: [String]) throws -> any StreamingDecoding {
         guard let acousticFile = files["acoustic_model"], let lm = files["language_model"], let dictionary = files["dictionary"] else {
-            throw WireError(.notInstalled, "the dictation asset lacks acoustic_model, language_model or dictionary")
+            throw SpeechError.incompleteAsset("the dictation asset lacks acoustic_model, language_model or dictionary")
         }
         let model = try PocketSphinxModel(acousticModel: (acousticFile as NSString).deletingLastPathComponent, languageModel: lm, dictionary: dictionary)
         return PocketSphinxStream(try PocketSphinxDecoder(model: model))

@@ -125,7 +125,7 @@ public actor SpeechService {
                 modules.append(SessionModule(index: index, configuration: entry.configuration, engine: engine))
             }
             let sensitivity = plan.modules.first { $0.configuration.kind == .detector }?.configuration.sensitivity.flatMap(VoiceSensitivity.init) ?? .medium
-            guard let model = plan.vad.files["model"] else { throw WireError(.notInstalled, "the voice activity detector asset has no model file") }
+            guard let model = plan.vad.files["model"] else { throw SpeechError.incompleteAsset("the voice activity detector asset has no model file") }
             let vad = try await BlockingWork.run("earshot.vad") {
                 var configuration = SileroDetector.Configuration.transcription
                 configuration.modelPath = model
@@ -146,7 +146,7 @@ public actor SpeechService {
         switch asset.engine {
         case "sherpa-onnx-whisper":
             guard let encoder = asset.files["encoder"], let decoder = asset.files["decoder"], let tokens = asset.files["tokens"] else {
-                throw WireError(.notInstalled, "\(asset.key) lacks encoder, decoder or tokens")
+                throw SpeechError.incompleteAsset("\(asset.key) lacks encoder, decoder or tokens")
             }
             let threads = settings.inferenceThreads
             let (language, task) = try Self.whisperSettings(configuration)
@@ -163,14 +163,14 @@ public actor SpeechService {
         case "sherpa-onnx-silero-vad":
             return .detector
         default:
-            throw WireError(.unsupportedLocale, "\(asset.key) needs engine '\(asset.engine)', which this daemon does not have")
+            throw SpeechError.unknownEngine(asset: asset.key, engine: asset.engine)
         }
     }
 
     /// Replaces a running session's modules; new modules analyse audio from now on, removed ones
     /// stop. The session's voice activity detector (and its sensitivity) stays.
     public func replaceModules(of id: String, with modules: [(configuration: ModuleConfiguration, asset: ModelAsset)]) async throws {
-        guard let entry = sessions[id] else { throw WireError(.notFound, "no analysis session '\(id)'") }
+        guard let entry = sessions[id] else { throw SpeechError.noSession(id) }
         var built: [SessionModule] = []
         var keys: [String] = []
         do {
@@ -193,7 +193,7 @@ public actor SpeechService {
     /// Records a new context for a running session. (The current engines do not bias recognition
     /// on contextual strings; the context is kept for engines that can.)
     public func setContext(of id: String, _ context: AnalysisContextData) throws {
-        guard var entry = sessions[id] else { throw WireError(.notFound, "no analysis session '\(id)'") }
+        guard var entry = sessions[id] else { throw SpeechError.noSession(id) }
         entry.plan.context = context
         sessions[id] = entry
     }
@@ -214,7 +214,7 @@ public actor SpeechService {
         let locale = configuration.locale ?? "en"
         if LocaleTag(locale)?.language == LocaleTag.undetermined { return (nil, task) }
         guard let code = WhisperLanguage.whisperCode(for: locale) else {
-            throw WireError(.unsupportedLocale, "Whisper does not transcribe \(locale)")
+            throw SpeechError.unsupportedLocale("Whisper does not transcribe \(locale)")
         }
         return (code, task)
     }

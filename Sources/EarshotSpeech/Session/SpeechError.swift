@@ -1,0 +1,26 @@
+/// Why the speech service refused or ended a session; the daemon's error map gives each its wire code.
+public enum SpeechError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Too many analyses at once (`open` running, `limit` allowed).
+    case admissionLimit(open: Int, limit: Int)
+    /// An installed asset lacks files its engine needs (reinstall it).
+    case incompleteAsset(String)
+    /// The asset's engine is not one this daemon has.
+    case unknownEngine(asset: String, engine: String)
+    /// The engine does not transcribe this locale.
+    case unsupportedLocale(String)
+    /// No such session.
+    case noSession(String)
+    /// Audio not in the analyzer's format (16 kHz mono s16le, whole samples).
+    case unsupportedAudio(String)
+
+    public var description: String {
+        switch self {
+        case .admissionLimit(let open, let limit): "too many analyses at once (\(open) running, limit \(limit)); retry when one finishes"
+        case .incompleteAsset(let what): what
+        case .unknownEngine(let asset, let engine): "\(asset) needs engine '\(engine)', which this daemon does not have"
+        case .unsupportedLocale(let what): what
+        case .noSession(let id): "no analysis session '\(id)'"
+        case .unsupportedAudio(let what): what
+        }
+    }
+}

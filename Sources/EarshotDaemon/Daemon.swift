@@ -216,6 +216,7 @@ public struct Daemon: Sendable {
         for front in http { await front.stop() }
         signals.stop()
         logger.notice("earshotd stopped")
+        logger.flush()
         manager.flush()
         return 0
     }

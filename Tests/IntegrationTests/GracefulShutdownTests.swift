@@ -65,6 +65,9 @@ import TestSupport
 
     /// 20 s of audio queued behind a zero deadline: the session cannot be finalized in time, so it
     /// is cancelled (no `finished` reaches the client), its connection closed, and the exit is clean.
+    /// Regression: with concurrent decoding the daemon aborted at exit ("Ort::Exception:
+    /// GetElementType is not implemented") — a cancelled session's detector still ran ONNX Runtime
+    /// while exit(3) destroyed its statics; earshotd now leaves with _exit after flushing.
     @Test func aSessionStillRunningAtTheDeadlineIsCancelledAndTheDaemonExitsZero() async throws {
         let daemon = try await SpeechDaemon.start(config: "[Daemon]\nShutdownTimeoutSec=0", modules: ["dictation"])
         defer { Task { await daemon.cleanUp() } }
@@ -79,7 +82,8 @@ import TestSupport
         var types: [String] = []
         while let frame = try await client.next(timeout: .seconds(30)) { types.append(frame.type) }
         #expect(!types.contains(AnalyzerFinished.eventType), "the session was finalized, not cancelled: \(types)")
-        #expect(await daemon.child.wait() == 0)
+        let status = await daemon.child.wait()
+        #expect(status == 0, "exit \(status.map(String.init) ?? "none"): \(daemon.child.stderr.suffix(3000))")
         #expect(daemon.child.stderr.contains("shutdown deadline passed, cancelling remaining sessions"))
         #expect(daemon.child.stderr.contains("earshotd stopped"))
     }

@@ -60,7 +60,7 @@ actor AnalysisCoordinator {
         /// The voice activity detector's.
         let vadLease: AssetLease
         /// Set when shutdown finishes the session, so its `finished` event says so.
-        let shutdownMark: ShutdownMark
+        let shutdownMark: OnceFlag
         var leases: [AssetLease] { moduleLeases + [vadLease] }
         /// The first module's engine (the label of its metrics).
         var engine: String { moduleLeases.first?.entry.engine ?? "unknown" }
@@ -111,11 +111,11 @@ actor AnalysisCoordinator {
             }
             let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: context,
                                    owner: client.connection, ownerUID: client.uid)
-            let mark = ShutdownMark()
+            let mark = OnceFlag()
             let connection = client.connection
             let ended = endedContinuation
             let engine = planned.first?.asset.engine ?? "unknown"
-            let firstResult = ShutdownMark() // set-once flag: the first final result was counted
+            let firstResult = OnceFlag() // the first final result was counted
             let opened = ContinuousClock.now
             let metrics = self.metrics
             let session = try await speech.open(plan) { id, event in
@@ -287,8 +287,8 @@ final class SessionCounts: @unchecked Sendable {
     func hasSessions(_ connection: Int) -> Bool { lock.withLock { counts[connection] != nil } }
 }
 
-/// Set once, read from the session's queue when its `finished` event goes out.
-final class ShutdownMark: @unchecked Sendable {
+/// A flag set once and read from any thread (a session's shutdown mark, its first result).
+final class OnceFlag: @unchecked Sendable {
     // @unchecked: `value` is only touched while holding `lock`.
     private let lock = NSLock()
     private var value = false

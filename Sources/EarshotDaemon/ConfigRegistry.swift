@@ -47,6 +47,17 @@ enum ConfigValidation {
         }
     }
 
+    /// `HOST:PORT` (or `tcp://HOST:PORT`) with a numeric host, or empty (off).
+    static let tcpEndpointOrEmpty: @Sendable (String) -> String? = { value in
+        value.isEmpty || TCPSocket.endpoint(value) != nil ? nil : "expected [tcp://]HOST:PORT with a numeric host"
+    }
+
+    /// A user name or uid (``uid(ofUser:)`` resolves it).
+    static let user: @Sendable (String) -> String? = { value in uid(ofUser: value) != nil ? nil : "expected a user name or uid" }
+
+    /// The uid of a user name or numeric uid, nil if neither.
+    static func uid(ofUser value: String) -> UInt32? { UInt32(value) ?? getpwnam(value).map { $0.pointee.pw_uid } }
+
     static let octalMode: @Sendable (String) -> String? = { value in
         guard let n = Int(value, radix: 8), (0...0o777).contains(n) else { return "expected an octal file mode such as 0660" }
         return nil
@@ -116,14 +127,14 @@ public enum ConfigRegistry {
         ConfigKey("Download", "LowSpeedTimeSec", "30", doc: "See LowSpeedLimit.", validate: ConfigValidation.seconds(in: 1...3600)),
         ConfigKey("Download", "MaxAttemptsPerMirror", "3", doc: "Attempts per mirror (with exponential backoff) before failing over to the next.", validate: ConfigValidation.integer(in: 1...20)),
         ConfigKey("Download", "CAFile", "", doc: "Extra CA bundle for HTTPS sources (PEM). Empty: the system's.", validate: ConfigValidation.absolutePathOrEmpty),
-        ConfigKey("Wyoming", "Listen", "", doc: "Also serve Wyoming ASR over TCP (as Home Assistant connects), e.g. tcp://127.0.0.1:10300. TCP peers have no kernel identity: they act as User/AppID below, never as admins, and only Wyoming events are served. A non-loopback address is logged as a warning. Empty: off.", validate: { $0.isEmpty || TCPSocket.endpoint($0) != nil ? nil : "expected tcp://HOST:PORT with a numeric host" }),
-        ConfigKey("Wyoming", "User", "nobody", doc: "The user TCP Wyoming peers act as: their reservations and per-user limits are this user's.", validate: { getpwnam($0) != nil || UInt32($0) != nil ? nil : "expected a user name or uid" }),
+        ConfigKey("Wyoming", "Listen", "", doc: "Also serve Wyoming ASR over TCP (as Home Assistant connects), e.g. tcp://127.0.0.1:10300. TCP peers have no kernel identity: they act as User/AppID below, never as admins, and only Wyoming events are served. A non-loopback address is logged as a warning. Empty: off.", validate: ConfigValidation.tcpEndpointOrEmpty),
+        ConfigKey("Wyoming", "User", "nobody", doc: "The user TCP Wyoming peers act as: their reservations and per-user limits are this user's.", validate: ConfigValidation.user),
         ConfigKey("Wyoming", "AppID", "wyoming-tcp", doc: "The app id TCP Wyoming peers act as (reservations are kept per app).", validate: { DaemonHarness.isValidAppID($0) ? nil : "expected letters, digits, '.', '_' or '-'" }),
         ConfigKey("HTTP", "Socket", "", doc: "Unix socket of the HTTP front (OpenAI-compatible audio API, Docs/HTTP.md), with the main socket's SocketMode; clients are identified by peer credentials. Empty: http.sock beside the main socket. off: no HTTP front.", validate: { $0 == "off" ? nil : ConfigValidation.absolutePathOrEmpty($0) }),
-        ConfigKey("HTTP", "Listen", "", doc: "Also serve the HTTP front on TCP HOST:PORT (numeric host, e.g. 127.0.0.1:8000). TCP has no peer credentials: requests need a key from KeyFile unless AllowAnonymous. Empty: off.", validate: { $0.isEmpty || TCPSocket.endpoint($0) != nil ? nil : "expected HOST:PORT with a numeric host" }),
+        ConfigKey("HTTP", "Listen", "", doc: "Also serve the HTTP front on TCP HOST:PORT (numeric host, e.g. 127.0.0.1:8000). TCP has no peer credentials: requests need a key from KeyFile unless AllowAnonymous. Empty: off.", validate: ConfigValidation.tcpEndpointOrEmpty),
         ConfigKey("HTTP", "KeyFile", "", doc: "API keys for TCP clients, one 'KEY APP-ID' per line (# comments; keys of at least 16 characters); the key's app holds the request's reservations. Keep it readable by the daemon only.", validate: ConfigValidation.absolutePathOrEmpty),
         ConfigKey("HTTP", "AllowAnonymous", "no", doc: "Serve TCP requests without a key (as app http-anonymous). Anyone who reaches the port can then transcribe and read /metrics.", validate: ConfigValidation.oneOf(["yes", "no"])),
-        ConfigKey("HTTP", "User", "nobody", doc: "The user TCP requests act as: their reservations and per-user limits are this user's.", validate: { getpwnam($0) != nil || UInt32($0) != nil ? nil : "expected a user name or uid" }),
+        ConfigKey("HTTP", "User", "nobody", doc: "The user TCP requests act as: their reservations and per-user limits are this user's.", validate: ConfigValidation.user),
         ConfigKey("HTTP", "MaxBodyMiB", "25", doc: "Largest request body (an uploaded file) in MiB; larger ones get 413 without being buffered.", validate: ConfigValidation.integer(in: 1...1024)),
         ConfigKey("HTTP", "MaxConnections", "32", doc: "HTTP connections served at once (one thread each); more wait in the listen backlog.", validate: ConfigValidation.integer(in: 1...1024)),
         ConfigKey("HTTP", "IdleTimeoutSec", "30", doc: "An HTTP connection that sends or reads nothing for this long is closed (bounds slow uploads).", validate: ConfigValidation.integer(in: 1...3600)),

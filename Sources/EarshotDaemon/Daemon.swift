@@ -224,8 +224,7 @@ public struct Daemon: Sendable {
     /// The Wyoming TCP listener (`[Wyoming] Listen`), or nil when it is off.
     func openWyomingTCP(_ config: DaemonConfig, logger: Logger) throws -> Listener? {
         guard let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]) else { return nil }
-        let user = config["Wyoming.User"]
-        let uid = UInt32(user) ?? getpwnam(user).map { $0.pointee.pw_uid } ?? 65534
+        let uid = ConfigValidation.uid(ofUser: config["Wyoming.User"]) ?? 65534
         let listener = try Listener.tcp(host: endpoint.host, port: endpoint.port, identity: PeerCredentials(pid: 0, uid: uid, gid: getpwuid(uid).map { $0.pointee.pw_gid } ?? uid))
         let fields = ["wyoming_listen": "\(endpoint.host):\(listener.port ?? endpoint.port)", "wyoming_uid": "\(uid)"]
         if TCPSocket.isLoopback(endpoint.host) {
@@ -245,8 +244,7 @@ public struct Daemon: Sendable {
         let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: config.int("HTTP.MaxConnections"),
                                 idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"))
         var network = HTTPNetworkAccess()
-        let user = config["HTTP.User"]
-        network.uid = UInt32(user) ?? getpwnam(user).map { $0.pointee.pw_uid } ?? 65534
+        network.uid = ConfigValidation.uid(ofUser: config["HTTP.User"]) ?? 65534
         network.anonymousApp = config["HTTP.AllowAnonymous"] == "yes" ? "http-anonymous" : nil
         if !config["HTTP.KeyFile"].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config["HTTP.KeyFile"]) }
         let front = HTTPFront(coordinator: coordinator, errors: errors, metrics: metrics, network: network, scratch: scratch)

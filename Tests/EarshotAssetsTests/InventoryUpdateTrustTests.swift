@@ -53,7 +53,7 @@ struct InventoryUpdateTrustTests {
             // The real update then does what the dry run said.
             let real = await service.update(requestedBy: "uid 0")
             #expect(real.updated == ["tx-en@1→2"] && !real.dryRun)
-            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "updated tx-en 1 → 2 (requested by uid 0)"
+            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "updated tx-en 1 → 2 (by uid 0)"
                 && $0.fields["from_version"] == "1" && $0.fields["to_version"] == "2" && $0.fields["asset"] == "tx-en" })
         }
     }
@@ -186,7 +186,7 @@ struct InventoryUpdateTrustTests {
             #expect(lease.key == "tx-en@1" && fixture.exists(lease.path + "/encoder.onnx"))
             await service.endLease(lease)
             #expect(await service.update(requestedBy: "test").planned.isEmpty, "the version rolled back from is not installed again")
-            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "rolled back tx-en 2 → 1 (requested by uid 0)" })
+            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "rolled back tx-en 2 → 1 (by uid 0)" })
 
             fixture.clock.advance(99)
             #expect(try await service.collectGarbage(dryRun: false).removed.isEmpty)

@@ -45,7 +45,7 @@ import TestSupport
             let real = try await ctl(["update"], daemon)
             #expect(real.status == 0, "\(real.stdout)\(real.stderr)")
             #expect(real.stdout.contains("updated asr-en@1→2"))
-            #expect(daemon.child.stderr.contains("earshotd[notice]: assets: updated asr-en 1 → 2 (requested by uid \(getuid()))"))
+            #expect(daemon.child.stderr.contains("earshotd[notice]: assets: updated asr-en 1 → 2 (by uid \(getuid()))"))
             let idle = try await ctl(["update"], daemon)
             #expect(idle.status == 2 && idle.stdout.contains("nothing to update"))
 

@@ -267,7 +267,8 @@ extension AssetService {
 
     /// Makes the kept previous version of `assetID` current again, atomically (new sessions get
     /// it; open ones keep theirs); the version it replaces is kept in its place for the window.
-    /// Returns `(from, to)`. `notFound` when no previous version is kept.
+    /// Returns `(from, to)`. `notFound` when no previous version is kept, `held` when the asset
+    /// is held (the hold pins the current version).
     public func rollback(_ assetID: String, requestedBy: String) async throws -> (from: Int, to: Int) {
         try await exclusively { () async throws -> (from: Int, to: Int) in
             let installed = try await installedVersions(assetID)
@@ -275,6 +276,7 @@ extension AssetService {
                   let previous = installed.filter({ !$0.current && $0.entry.version < current.entry.version }).first else {
                 throw AssetError.notFound("a previous version of \(assetID) to roll back to (kept for [Assets] KeepPreviousForSec after an update)")
             }
+            if let hold = try await holds()[assetID] { throw AssetError.held(asset: assetID, version: hold.version) }
             let now = clock.wallTime()
             try await database.write { db in
                 try db.execute("UPDATE installed_assets SET current = 1, unneeded_since = NULL, last_used = ? WHERE id = ? AND version = ?",
@@ -282,7 +284,7 @@ extension AssetService {
                 try db.execute("UPDATE installed_assets SET current = 0, unneeded_since = ? WHERE id = ? AND version = ?",
                                [.double(now), .text(assetID), .int(Int64(current.entry.version))])
             }
-            log("rolled back \(assetID) \(current.entry.version) → \(previous.entry.version) (requested by \(requestedBy))", .notice,
+            log("rolled back \(assetID) \(current.entry.version) → \(previous.entry.version) (by \(requestedBy))", .notice,
                 ["asset": assetID, "from_version": "\(current.entry.version)", "to_version": "\(previous.entry.version)", "requested_by": requestedBy])
             return (current.entry.version, previous.entry.version)
         }
@@ -298,6 +300,8 @@ extension AssetService {
         try await database.write { db in
             for asset in assets {
                 try db.execute("DELETE FROM installed_assets WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
+                // A hold pins an installed version: it goes with it.
+                try db.execute("DELETE FROM held_assets WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
             }
         }
         let paths = assets.map(\.path)

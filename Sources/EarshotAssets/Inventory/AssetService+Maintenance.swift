@@ -35,7 +35,9 @@ public struct AssetLease: Sendable, Hashable {
 extension AssetService {
     // MARK: Leases
 
-    /// Leases the current installed version of the asset serving `module`.
+    /// Leases the current installed version of the asset serving `module`. Its use is recorded
+    /// without making the session wait for the database (``DeferredUses``: a full state disk does
+    /// not stop installed models from serving).
     public func lease(_ module: ModuleConfiguration) async throws -> AssetLease {
         try await exclusively { () async throws -> AssetLease in
             let asset = try resolve(module)
@@ -44,10 +46,7 @@ extension AssetService {
             }
             let lease = AssetLease(token: UUID(), entry: installed.entry, path: installed.path)
             leases[lease.key, default: 0] += 1
-            let now = clock.wallTime()
-            try await database.write { db in
-                try db.execute("UPDATE installed_assets SET last_used = ?, unneeded_since = NULL WHERE id = ? AND version = ?", [.double(now), .text(installed.entry.id), .int(Int64(installed.entry.version))])
-            }
+            await recordUse(of: installed.entry, at: clock.wallTime())
             return lease
         }
     }
@@ -192,9 +191,11 @@ extension AssetService {
     /// Mark and sweep: expires unused reservations, retires superseded versions nobody leases,
     /// removes assets unneeded for the grace period, evicts least recently used unneeded assets
     /// while the store exceeds its budget, and sweeps orphaned downloads from the cache
-    /// (``sweepDownloads(dryRun:)``). Refuses to run on inconsistent state.
+    /// (``sweepDownloads(dryRun:)``). Refuses to run on inconsistent state, and while uses it must
+    /// count cannot be written (``DeferredUses``; a dry run writes them too).
     public func collectGarbage(dryRun: Bool) async throws -> GCReport {
         try await exclusively { () async throws -> GCReport in
+            try await writeDeferredUses()
             try await reconcile(repair: false)
             let now = clock.wallTime()
             let cutoff = now - settings.reservationExpiry

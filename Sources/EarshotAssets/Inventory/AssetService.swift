@@ -107,6 +107,8 @@ public actor AssetService {
     var trustedKeys: [MinisignPublicKey] = []
     var jobs: [String: InstallJob] = [:]
     var leases: [String: Int] = [:]
+    /// Uses not written to the state database yet (a full disk): ``DeferredUses``.
+    var deferredUses = DeferredUses()
     /// Set by ``shutdown()``: interrupted jobs keep their rows so the next start resumes them.
     var shuttingDown = false
     let jobQueue: AsyncStream<InstallJob>

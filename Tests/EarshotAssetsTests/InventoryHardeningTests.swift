@@ -225,6 +225,48 @@ struct InventoryHardeningTests {
         }
     }
 
+    /// Issue 9, defect 4: with the state disk full, opening a session failed ("database or disk is
+    /// full") because leasing an installed asset wrote SQLite first. The lease and the reservation
+    /// use are now deferred: sessions go on, GC refuses to run until they are written, and the
+    /// deferred use keeps the reservation from expiring. The state dir is a real 4 MiB tmpfs.
+    @Test func fullStateDiskStillLeasesInstalledAssetsAndNeverLosesAReservation() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        try await fixture.publishStandardCatalog()
+        guard let tmpfs = try SmallTmpfs(at: fixture.directory.file("state-tmpfs"), size: "4m") else { return }
+        defer { tmpfs.unmount() }
+        var settings = fixture.settings(reservationExpiry: 100)
+        settings.stateDirectory = tmpfs.path + "/state"
+        try await fixture.withService(settings) { handle async throws in
+            let service = handle.service
+            let english = Modules.transcriber("en-US")
+            _ = try await service.install([english], for: appA) { _ in }
+            let filler = try tmpfs.fill()
+            await #expect(throws: AssetError.self) { try await service.reserve("de-DE", for: appA) } // writes still fail
+
+            fixture.clock.advance(90)
+            let lease = try await service.lease(english)
+            #expect(fixture.exists(lease.path + "/encoder.onnx"))
+            await service.noteUse(of: [english], by: appA)
+            await service.endLease(lease)
+            #expect(fixture.logs.all.filter { $0.priority == .warning && $0.message.hasPrefix("recording asset and reservation use failed") }.count == 1)
+
+            // Past the expiry of the stored use, within that of the deferred one: GC waits.
+            fixture.clock.advance(20)
+            let refused = await #expect(throws: AssetError.self) { try await service.collectGarbage(dryRun: false) }
+            #expect(refused?.caseName == "insufficientStorage", "\(String(describing: refused))")
+            #expect(try await service.reservations(of: appA).map(\.locale) == ["en-US"])
+
+            // Space again: the deferred uses are written first, so the reservation stays.
+            unlink(filler)
+            let report = try await service.collectGarbage(dryRun: false)
+            #expect(report.expiredReservations.isEmpty && report.removedAssets.isEmpty, "\(report.summary)")
+            let reservation = try #require(try await service.reservations(of: appA).first)
+            #expect(reservation.lastUsed == fixture.clock.wallTime() - 20)
+            #expect(fixture.logs.all.contains { $0.message == "recorded the asset and reservation use deferred by a failed write" })
+        }
+    }
+
     /// The typed errors behind a full disk, whichever part raises them, are `insufficientStorage`
     /// (injected: SQLite's codes, errno from a syscall, libarchive, libcurl writes, Foundation).
     @Test func storageFullErrorsMapToInsufficientStorage() throws {

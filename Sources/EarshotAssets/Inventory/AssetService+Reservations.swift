@@ -14,16 +14,22 @@ extension AssetService {
     }
 
     /// Reserves every locale of `locales` for `client` in one transaction (all or none); returns the
-    /// ones newly created.
+    /// ones newly created. When all exist already only their use is recorded, without waiting for
+    /// the database (``DeferredUses``: a full state disk does not stop installed models serving).
     func reserve(_ locales: [String], for client: ClientIdentity) async throws -> [String] {
         var canonical: [String] = []
         for locale in locales {
             guard let match = catalogLocale(serving: locale) else { throw AssetError.unsupportedLocale(locale) }
             if !canonical.contains(match) { canonical.append(match) }
         }
+        let now = clock.wallTime()
+        let held = Set(try await reservations(of: client).map(\.locale))
+        if canonical.allSatisfy(held.contains) {
+            await recordUse(ofReservations: canonical, for: client, at: now)
+            return []
+        }
         let maximum = maximumReservedLocales(appID: client.appID)
         let (perUser, appsPerUser) = (settings.maxReservedLocalesPerUser, settings.maxAppsPerUser)
-        let now = clock.wallTime()
         let wanted = canonical
         return try await database.write { db in
             let existing = Set(try db.execute("SELECT locale FROM reservations WHERE uid = ? AND app_id = ?", [.int(Int64(client.uid)), .text(client.appID)]).compactMap { $0[0].text })

@@ -71,7 +71,10 @@ import TestSupport
             #expect(badAgain.status == 1)
             #expect(badAgain.stderr.contains("not downloaded again"), "\(badAgain.stderr)")
             #expect(fixture.server.accessLog().filter { $0.path == v3.serverPath }.count == 1, "no second download of the same bytes")
-            #expect(daemon.child.stderr.contains("earshotd[warning]: assets: install of asr-en@3 failed"))
+            // Regression (issue 9, defect 10): the asset was named twice ("install of asr-en@3
+            // failed: asr-en@3: …", "failed: asr-en@3: asr-en@3: …").
+            #expect(daemon.child.stderr.contains("earshotd[warning]: assets: install failed: asr-en@3: downloaded file does not match"), "\(daemon.child.stderr)")
+            #expect(!daemon.child.stderr.contains("asr-en@3: asr-en@3") && !bad.stderr.contains("asr-en@3: asr-en@3"), "\(bad.stderr)")
             #expect(fixture.installedVersionDirectories("asr-en") == ["1", "2"])
 
             // The catalog listing says which older version is installed (issue 9, 10).

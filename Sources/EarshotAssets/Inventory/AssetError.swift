@@ -43,6 +43,13 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
 }
 
 extension AssetError {
+    /// `error`'s description naming `key` (`id@version`) once: most failures already start with
+    /// it, and a line that adds it again reads "X@3: X@3: …".
+    static func describe(_ error: any Error, naming key: String) -> String {
+        let text = "\(error)"
+        return text.contains(key) ? text : "\(key): \(text)"
+    }
+
     /// The asset error for a failed state-database call: a full filesystem (``DatabaseError/isStorageFull``)
     /// is ``insufficientStorage(needed:available:path:)``, anything else ``internalError(_:)``.
     init(_ error: DatabaseError, database path: String) {

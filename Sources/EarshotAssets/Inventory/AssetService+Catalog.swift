@@ -170,7 +170,7 @@ extension AssetService {
                 try await job.wait()
                 updated.append("\(item.asset)@\(item.fromVersion)→\(item.toVersion)")
             } catch {
-                let line = "\(item.asset)@\(item.toVersion): \(error)"
+                let line = AssetError.describe(error, naming: "\(item.asset)@\(item.toVersion)")
                 if case .downloadFailed = error as? AssetError { deferred.append(line) } else { failed.append(line) }
             }
         }

@@ -133,7 +133,7 @@ extension AssetService {
         if case .failure = result, shuttingDown {
             log("install of \(job.key) interrupted by shutdown; it resumes at the next start")
         } else if case .failure(let error) = result {
-            log("install of \(job.key) failed: \(error)", .warning,
+            log("install failed: \(AssetError.describe(error, naming: job.key))", .warning,
                 ["asset": job.entry.id, "to_version": "\(job.entry.version)", "source": job.entry.urls.first ?? "", "reason": "\(error)",
                  "kind": job.isUpdate ? "update" : "install"])
             let entry = job.entry

@@ -21,8 +21,8 @@ let usage = """
       release --locale L [--uid U] [--app A]   release a reservation (another client's: admin)
       install --locale L [--module KIND] [--preset NAME] [--dry-run]
                                                install what a module needs (exit 2: already installed; --dry-run:
-                                               list each asset and version it would fetch, bytes and space needed,
-                                               reserve and change nothing)
+                                               list each asset and version it would fetch, bytes and space needed;
+                                               fetch, reserve and change nothing)
       cancel ASSET                             stop an asset's install; the partial download is kept
       rollback ASSET                           make the version the last update replaced current again (kept for
                                                [Assets] KeepPreviousForSec); later updates install only newer ones
@@ -35,7 +35,8 @@ let usage = """
                                                bytes to fetch, space needed and what GC would free, and held ones;
                                                change nothing. --timer: log the changes as "by timer" instead of
                                                "by uid N", as earshot-update.service does; a label, it grants
-                                               nothing)
+                                               nothing). Killing the client does not stop the update: the daemon
+                                               finishes it and a later run joins it
       stats                                    analysis sessions and loaded models with their memory
     an option a command does not take is an error.
     exit status: 0 done (something changed), 1 needs an admin (an error, a refused signature or rollback,

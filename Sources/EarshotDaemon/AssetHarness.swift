@@ -49,6 +49,10 @@ struct AssetHarness: Sendable {
                 }
                 return [try Frame(InstallReply(id: id, nothingToDo: outcome.nothingToDo, installed: outcome.installed, reserved: outcome.reserved))]
             },
+            .on(InstallPlanRequest.self) { request, _, _ in
+                let plan = try await assets.installPlan(request.modules)
+                return [try Frame(InstallPlanReply(id: request.id, planned: plan.planned, availableBytes: plan.availableBytes))]
+            },
             .on(AssetsRequest.self, .admin("list installed assets")) { request, _, _ in
                 [try Frame(AssetsReply(id: request.id, assets: try await assets.installedAssetInfo(), jobs: await assets.jobInfo()))]
             },
@@ -58,13 +62,14 @@ struct AssetHarness: Sendable {
                 let installedAssets = try await assets.installedAssets()
                 let installed = Set(installedAssets.map(\.key))
                 let currentVersions = Dictionary(installedAssets.filter(\.current).map { ($0.entry.id, $0.entry.version) }, uniquingKeysWith: max)
+                let holds = try await assets.holds()
                 let sources = summary.sources.map { source in
                     let result = refreshed.first { $0.url == source.url }
                     return CatalogSourceInfo(url: source.url, version: source.version, keyId: source.keyID, outcome: result?.outcome.rawValue, message: result?.message)
                 }
                 let list = summary.assets.map {
                     CatalogAssetInfo(id: $0.id, version: $0.version, kind: $0.kind, engine: $0.engine, locales: $0.locales, size: $0.size, license: $0.license, installed: installed.contains("\($0.id)@\($0.version)"),
-                                     installedVersion: currentVersions[$0.id])
+                                     installedVersion: currentVersions[$0.id], heldVersion: holds[$0.id]?.version)
                 }
                 return [try Frame(CatalogReply(id: request.id, sources: sources, assets: list))]
             },
@@ -72,18 +77,26 @@ struct AssetHarness: Sendable {
                 [try Frame(CancelInstallReply(id: request.id, cancelled: await assets.cancelInstall(request.asset)))]
             },
             .on(RollbackRequest.self, .admin("roll back assets")) { request, _, context in
-                let (from, to) = try await assets.rollback(request.asset, requestedBy: "uid \(context.peer.uid)")
+                let (from, to) = try await assets.rollback(request.asset, requestedBy: Self.requester(context))
                 return [try Frame(RollbackReply(id: request.id, asset: request.asset, fromVersion: from, toVersion: to))]
+            },
+            .on(HoldRequest.self, .admin("hold or unhold assets")) { request, _, context in
+                if request.hold {
+                    let (version, changed) = try await assets.hold(request.asset, requestedBy: Self.requester(context))
+                    return [try Frame(HoldReply(id: request.id, asset: request.asset, version: version, held: true, changed: changed))]
+                }
+                let released = try await assets.unhold(request.asset, requestedBy: Self.requester(context))
+                return [try Frame(HoldReply(id: request.id, asset: request.asset, version: released, held: false, changed: released != nil))]
             },
             .on(GCRequest.self, .admin("run garbage collection")) { request, _, _ in
                 let report = try await assets.collectGarbage(dryRun: request.dryRun)
                 return [try Frame(GCReply(id: request.id, dryRun: report.dryRun, removed: report.removed, freedBytes: report.freedBytes, expiredReservations: report.expiredReservations))]
             },
             .on(UpdateRequest.self, .admin("update assets"), longRunning: true) { request, _, context in
-                let report = await assets.update(dryRun: request.dryRun, requestedBy: "uid \(context.peer.uid)")
+                let report = await assets.update(dryRun: request.dryRun, requestedBy: request.timer ? "timer" : Self.requester(context))
                 let sources = report.catalogs.map { CatalogSourceInfo(url: $0.url, version: $0.version, keyId: nil, outcome: $0.outcome.rawValue, message: $0.message) }
                 return [try Frame(UpdateReply(id: request.id, catalogs: sources, updated: report.updated, failed: report.failed, deferred: report.deferred,
-                                              changed: report.changed, dryRun: report.dryRun, planned: report.planned))]
+                                              changed: report.changed, dryRun: report.dryRun, planned: report.planned, held: report.held))]
             },
         ]
     }
@@ -94,6 +107,9 @@ struct AssetHarness: Sendable {
         guard let appID = context.appID else { return false }
         return (request.uid ?? context.peer.uid) != context.peer.uid || (request.appId ?? appID) != appID
     }
+
+    /// Who asked for a change, as the inventory's log names it.
+    private static func requester(_ context: RequestContext) -> String { "uid \(context.peer.uid)" }
 
     /// The caller's identity for reservations: its uid and the app id from `earshot.hello`.
     static func client(_ context: RequestContext) throws -> ClientIdentity {

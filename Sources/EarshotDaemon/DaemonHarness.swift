@@ -52,7 +52,14 @@ struct DaemonHarness: Sendable {
             .on(Describe.self, network: true) { _, _, _ in [try Frame(await info(assets))] },
             .on(Ping.self, network: true) { ping, _, _ in [try Frame(Pong(text: ping.text))] },
             .on(Hello.self) { hello, _, context in [try Frame(await welcome(hello, context: &context, facts: facts, registry: registry, assets: assets))] },
-            .on(StatusRequest.self) { request, _, _ in [try Frame(await status(request, facts: facts, registry: registry))] },
+            .on(StatusRequest.self) { request, _, context in
+                var status = await status(request, facts: facts, registry: registry)
+                if context.admin {
+                    status.assets = try await assets.versionSummary()
+                    status.lastUpdate = try await assets.lastUpdate()
+                }
+                return [try Frame(status)]
+            },
             .on(ConfigRequest.self) { request, _, _ in [try Frame(ConfigReport(id: request.id, entries: facts.config.entries, warnings: facts.config.warnings))] },
         ]
     }

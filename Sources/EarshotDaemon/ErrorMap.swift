@@ -47,6 +47,7 @@ struct ErrorMap: Sendable {
             case .downloadFailed: WireError(.downloadFailed, e.description)
             case .insufficientStorage: WireError(.insufficientStorage, e.description)
             case .cancelled: WireError(.cancelled, e.description)
+            case .held: WireError(.badRequest, e.description)
             case .inconsistentState, .internalError: WireError(.internalError, e.description)
             }
         case let e as AnalysisError:

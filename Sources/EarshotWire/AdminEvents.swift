@@ -1,4 +1,4 @@
-/// Admin events: every asset, the catalog, cancel, GC, update. Refused with `permissionDenied`
+/// Admin events: every asset, the catalog, cancel, GC, update, hold. Refused with `permissionDenied`
 /// unless the peer is an admin (root, the daemon's own uid, or a member of `AdminGroup`).
 
 /// An installed asset version as `earshot.assets.result` reports it.
@@ -112,9 +112,12 @@ public struct CatalogAssetInfo: Codable, Sendable, Hashable {
     public var installed: Bool
     /// The current installed version of this asset, when one is (older while an update is due).
     public var installedVersion: Int?
+    /// The version this asset is held at (`earshot.hold`: updates skip it), when held.
+    public var heldVersion: Int?
     public init(id: String, version: Int, kind: AssetKind, engine: String, locales: [String], size: Int64, license: String, installed: Bool,
-                installedVersion: Int? = nil) {
+                installedVersion: Int? = nil, heldVersion: Int? = nil) {
         self.installedVersion = installedVersion
+        self.heldVersion = heldVersion
         self.id = id
         self.version = version
         self.kind = kind
@@ -124,7 +127,7 @@ public struct CatalogAssetInfo: Codable, Sendable, Hashable {
         self.license = license
         self.installed = installed
     }
-    enum CodingKeys: String, CodingKey { case id, version, kind, engine, locales, size, license, installed, installedVersion = "installed_version" }
+    enum CodingKeys: String, CodingKey { case id, version, kind, engine, locales, size, license, installed, installedVersion = "installed_version", heldVersion = "held_version" }
 }
 
 /// `earshot.catalog.result`.
@@ -239,15 +242,21 @@ public struct UpdateRequest: WireEvent, Hashable {
     public static let eventType = "earshot.update"
     public var id: String?
     public var dryRun: Bool
-    public init(id: String? = nil, dryRun: Bool = false) {
+    /// The run is the update timer's (`earshotctl update --timer`, as `earshot-update.service`
+    /// passes it): only a label in the log ("by timer"; the journal's `requester_uid` still names
+    /// the peer), it grants nothing.
+    public var timer: Bool
+    public init(id: String? = nil, dryRun: Bool = false, timer: Bool = false) {
         self.id = id
         self.dryRun = dryRun
+        self.timer = timer
     }
-    enum CodingKeys: String, CodingKey { case id, dryRun = "dry_run" }
+    enum CodingKeys: String, CodingKey { case id, dryRun = "dry_run", timer }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decodeIfPresent(String.self, forKey: .id)
         dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
+        timer = try c.decodeIfPresent(Bool.self, forKey: .timer) ?? false
     }
 }
 
@@ -291,8 +300,10 @@ public struct UpdateReply: WireEvent, Hashable {
     public var dryRun: Bool
     /// Every asset with a newer catalog version and what installing it takes.
     public var planned: [UpdatePlanInfo]
+    /// Assets with a newer catalog version that are held (`earshot.hold`): skipped.
+    public var held: [UpdatePlanInfo]
     public init(id: String?, catalogs: [CatalogSourceInfo], updated: [String], failed: [String], deferred: [String] = [], changed: Bool,
-                dryRun: Bool = false, planned: [UpdatePlanInfo] = []) {
+                dryRun: Bool = false, planned: [UpdatePlanInfo] = [], held: [UpdatePlanInfo] = []) {
         self.id = id
         self.catalogs = catalogs
         self.updated = updated
@@ -301,8 +312,9 @@ public struct UpdateReply: WireEvent, Hashable {
         self.changed = changed
         self.dryRun = dryRun
         self.planned = planned
+        self.held = held
     }
-    enum CodingKeys: String, CodingKey { case id, catalogs, updated, failed, deferred, changed, dryRun = "dry_run", planned }
+    enum CodingKeys: String, CodingKey { case id, catalogs, updated, failed, deferred, changed, dryRun = "dry_run", planned, held }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decodeIfPresent(String.self, forKey: .id)
@@ -313,7 +325,86 @@ public struct UpdateReply: WireEvent, Hashable {
         changed = try c.decode(Bool.self, forKey: .changed)
         dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
         planned = try c.decodeIfPresent([UpdatePlanInfo].self, forKey: .planned) ?? []
+        held = try c.decodeIfPresent([UpdatePlanInfo].self, forKey: .held) ?? []
     }
+}
+
+/// `earshot.hold`: pin `asset` at its installed version, so updates (the timer's and manual ones)
+/// skip it, or with `hold` false release the pin (admin).
+public struct HoldRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.hold"
+    public var id: String?
+    public var asset: String
+    public var hold: Bool
+    public init(id: String? = nil, asset: String, hold: Bool) {
+        self.id = id
+        self.asset = asset
+        self.hold = hold
+    }
+}
+
+/// `earshot.hold.result`: the version held (or released), and whether anything changed.
+public struct HoldReply: WireEvent, Hashable {
+    public static let eventType = "earshot.hold.result"
+    public var id: String?
+    public var asset: String
+    /// The held version (on release: the version that was held; nil when none was).
+    public var version: Int?
+    public var held: Bool
+    /// False when the asset already was (or was not) held.
+    public var changed: Bool
+    public init(id: String?, asset: String, version: Int?, held: Bool, changed: Bool) {
+        self.id = id
+        self.asset = asset
+        self.version = version
+        self.held = held
+        self.changed = changed
+    }
+}
+
+/// One installed asset's versions, as `earshot.status.result` shows them to admins.
+public struct AssetVersionsInfo: Codable, Sendable, Hashable {
+    public var id: String
+    /// The version new sessions use.
+    public var installed: Int?
+    /// The newest version the catalogs list (nil: none lists it any more).
+    public var available: Int?
+    /// The version the asset is held at (updates skip it), when held.
+    public var held: Int?
+    /// The version kept for `earshotctl rollback`, if any.
+    public var previous: Int?
+    /// Until when (wall-clock seconds) the rollback window keeps ``previous``; nil when no window
+    /// applies (it goes once no session holds it). The store budget may remove it sooner.
+    public var previousKeptUntil: Double?
+    public init(id: String, installed: Int?, available: Int?, held: Int?, previous: Int?, previousKeptUntil: Double?) {
+        self.id = id
+        self.installed = installed
+        self.available = available
+        self.held = held
+        self.previous = previous
+        self.previousKeptUntil = previousKeptUntil
+    }
+    enum CodingKeys: String, CodingKey { case id, installed, available, held, previous, previousKeptUntil = "previous_kept_until" }
+}
+
+/// The last real (not dry) update run.
+public struct UpdateRunInfo: Codable, Sendable, Hashable {
+    /// Wall-clock seconds.
+    public var finishedAt: Double
+    /// `timer` or `uid N`.
+    public var requestedBy: String
+    /// `changed`, `unchanged` (nothing newer, or no source reachable) or `failed` (needs an admin),
+    /// as `earshotctl update`'s exit codes 0, 2 and 1.
+    public var outcome: String
+    /// What it updated, deferred, skipped or failed.
+    public var summary: String
+    public init(finishedAt: Double, requestedBy: String, outcome: String, summary: String) {
+        self.finishedAt = finishedAt
+        self.requestedBy = requestedBy
+        self.outcome = outcome
+        self.summary = summary
+    }
+    enum CodingKeys: String, CodingKey { case finishedAt = "finished_at", requestedBy = "requested_by", outcome, summary }
 }
 
 /// `earshot.stats`: analysis sessions and loaded models.

@@ -164,6 +164,51 @@ public struct InstallRequest: WireEvent, Hashable {
     }
 }
 
+/// `earshot.install.plan`: what installing `modules` would fetch, changing nothing (no job, no
+/// reservation; `earshotctl install --dry-run`). A separate event, so a daemon that does not know
+/// it refuses it (`unknownEvent`) instead of installing.
+public struct InstallPlanRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.install.plan"
+    public var id: String?
+    public var modules: [ModuleConfiguration]
+    public init(id: String? = nil, modules: [ModuleConfiguration]) {
+        self.id = id
+        self.modules = modules
+    }
+}
+
+/// One asset an install would fetch.
+public struct InstallPlanInfo: Codable, Sendable, Hashable {
+    public var asset: String
+    public var version: Int
+    /// Bytes still to download (a partial download counts as fetched).
+    public var downloadBytes: Int64
+    /// What is left to download plus the installed size.
+    public var spaceNeeded: Int64
+    public init(asset: String, version: Int, downloadBytes: Int64, spaceNeeded: Int64) {
+        self.asset = asset
+        self.version = version
+        self.downloadBytes = downloadBytes
+        self.spaceNeeded = spaceNeeded
+    }
+    enum CodingKeys: String, CodingKey { case asset, version, downloadBytes = "download_bytes", spaceNeeded = "space_needed" }
+}
+
+/// `earshot.install.plan.result`: the missing assets (empty: everything is installed).
+public struct InstallPlanReply: WireEvent, Hashable {
+    public static let eventType = "earshot.install.plan.result"
+    public var id: String?
+    public var planned: [InstallPlanInfo]
+    /// Free bytes of the state filesystem now.
+    public var availableBytes: Int64
+    public init(id: String?, planned: [InstallPlanInfo], availableBytes: Int64) {
+        self.id = id
+        self.planned = planned
+        self.availableBytes = availableBytes
+    }
+    enum CodingKeys: String, CodingKey { case id, planned, availableBytes = "available_bytes" }
+}
+
 /// `earshot.install.progress`: one asset's progress, sent to every client waiting for it.
 public struct InstallProgress: WireEvent, Hashable {
     public static let eventType = "earshot.install.progress"

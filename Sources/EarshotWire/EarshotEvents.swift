@@ -70,7 +70,8 @@ public struct StatusRequest: WireEvent, Hashable {
     public init(id: String? = nil) { self.id = id }
 }
 
-/// `earshot.status.result`: daemon version, uptime, connections and limits.
+/// `earshot.status.result`: daemon version, uptime, connections and limits; for admins also the
+/// installed assets' versions and the last update run.
 public struct DaemonStatus: WireEvent, Hashable {
     public static let eventType = "earshot.status.result"
     public var id: String?
@@ -89,7 +90,15 @@ public struct DaemonStatus: WireEvent, Hashable {
     public var socketActivated: Bool
     public var socketPath: String?
     public var limits: DaemonLimits
-    public init(id: String?, daemonVersion: String, protocolVersion: Int, pid: Int32, uptimeSeconds: Double, connections: Int, connectionsTotal: Int, mode: String, socketActivated: Bool, socketPath: String?, limits: DaemonLimits) {
+    /// Admins only (nil for others): every installed asset's installed, available, held and
+    /// previous versions.
+    public var assets: [AssetVersionsInfo]?
+    /// Admins only: the last real update run, when there was one.
+    public var lastUpdate: UpdateRunInfo?
+    public init(id: String?, daemonVersion: String, protocolVersion: Int, pid: Int32, uptimeSeconds: Double, connections: Int, connectionsTotal: Int, mode: String, socketActivated: Bool, socketPath: String?, limits: DaemonLimits,
+                assets: [AssetVersionsInfo]? = nil, lastUpdate: UpdateRunInfo? = nil) {
+        self.assets = assets
+        self.lastUpdate = lastUpdate
         self.id = id
         self.daemonVersion = daemonVersion
         self.protocolVersion = protocolVersion
@@ -105,7 +114,7 @@ public struct DaemonStatus: WireEvent, Hashable {
     enum CodingKeys: String, CodingKey {
         case id, daemonVersion = "daemon_version", protocolVersion = "protocol_version", pid
         case uptimeSeconds = "uptime_seconds", connections, connectionsTotal = "connections_total", mode
-        case socketActivated = "socket_activated", socketPath = "socket_path", limits
+        case socketActivated = "socket_activated", socketPath = "socket_path", limits, assets, lastUpdate = "last_update"
     }
 }
 

@@ -7,7 +7,9 @@ import Foundation
 let usage = """
     usage: earshotctl [--socket PATH] COMMAND [OPTIONS] [--json]
     commands:
-      status                                   daemon version, uptime, connections and limits
+      status                                   daemon version, uptime, connections and limits; for admins every
+                                               installed asset's installed, available, held and previous version
+                                               and the last update run
       config                                   every config key with its default and effective value
       catalog [show|refresh]                   the merged catalog and its sources (refresh: fetch and verify now)
       catalog add-asset URL --id ID --kind KIND --engine ENGINE [--locale L]... [--license SPDX]
@@ -17,15 +19,24 @@ let usage = """
       assets                                   installed assets and running install jobs
       reservations [--all]                     reservations (--all: every client's)
       release --locale L [--uid U] [--app A]   release a reservation (another client's: admin)
-      install --locale L [--module KIND] [--preset NAME]
-                                               install what a module needs (exit 2: already installed)
+      install --locale L [--module KIND] [--preset NAME] [--dry-run]
+                                               install what a module needs (exit 2: already installed; --dry-run:
+                                               list each asset and version it would fetch, bytes and space needed;
+                                               fetch, reserve and change nothing)
       cancel ASSET                             stop an asset's install; the partial download is kept
       rollback ASSET                           make the version the last update replaced current again (kept for
                                                [Assets] KeepPreviousForSec); later updates install only newer ones
+      hold ASSET / unhold ASSET                pin an asset at its installed version: updates (the timer's and
+                                               manual ones) skip it and rollback refuses it; unhold releases the pin
+                                               (exit 2: already held / not held)
       gc [--dry-run]                           garbage-collect now; report what is (or would be) freed
-      update [--dry-run]                       refresh catalogs and update installed assets (--dry-run: fetch and
-                                               verify catalogs, list each asset from → to, bytes to fetch, space
-                                               needed and what GC would free; change nothing)
+      update [--dry-run] [--timer]             refresh catalogs and update installed assets, skipping held ones
+                                               (--dry-run: fetch and verify catalogs, list each asset from → to,
+                                               bytes to fetch, space needed and what GC would free, and held ones;
+                                               change nothing. --timer: log the changes as "by timer" instead of
+                                               "by uid N", as earshot-update.service does; a label, it grants
+                                               nothing). Killing the client does not stop the update: the daemon
+                                               finishes it and a later run joins it
       stats                                    analysis sessions and loaded models with their memory
     an option a command does not take is an error.
     exit status: 0 done (something changed), 1 needs an admin (an error, a refused signature or rollback,
@@ -33,26 +44,26 @@ let usage = """
       warning says why and the next run tries again)
     """
 
-/// `yes`, `no`, or the older version installed (an update is due).
+/// `yes`, `no`, or the older version installed (an update is due); `held` when pinned.
 func installedColumn(_ asset: CatalogAssetInfo) -> String {
-    if asset.installed { return "yes" }
-    return asset.installedVersion.map { "version \($0) (older)" } ?? "no"
+    let installed = asset.installed ? "yes" : asset.installedVersion.map { "version \($0) (older)" } ?? "no"
+    return asset.heldVersion.map { "\(installed), held at \($0)" } ?? installed
 }
 
 let invocation = CommandInvocation.parse(
     program: "earshotctl", usage: usage,
     valued: ["socket", "locale", "module", "preset", "uid", "app", "id", "kind", "engine", "license", "format", "role", "version", "catalog"],
-    flags: ["json", "all", "dry-run"])
+    flags: ["json", "all", "dry-run", "timer"])
 let arguments = invocation.arguments
 let command = invocation.command
 let json = arguments.has("json")
 let subcommand = arguments.positional.count > 1 ? arguments.positional[1] : nil
 /// The options each command takes besides `--socket` and `--json`.
 let commandOptions: [String: Set<String>] = [
-    "status": [], "config": [], "assets": [], "stats": [], "cancel": [], "rollback": [],
+    "status": [], "config": [], "assets": [], "stats": [], "cancel": [], "rollback": [], "hold": [], "unhold": [],
     "catalog": ["id", "kind", "engine", "locale", "license", "format", "role", "version", "catalog"],
-    "reservations": ["all"], "release": ["locale", "uid", "app"], "install": ["locale", "module", "preset"],
-    "gc": ["dry-run"], "update": ["dry-run"],
+    "reservations": ["all"], "release": ["locale", "uid", "app"], "install": ["locale", "module", "preset", "dry-run"],
+    "gc": ["dry-run"], "update": ["dry-run", "timer"],
 ]
 if let allowed = commandOptions[command] {
     let catalogFlags: Set<String> = subcommand == "add-asset" ? allowed : []
@@ -111,6 +122,8 @@ do {
         let reply = try await connection.request(ReleaseRequest(locale: locale, uid: uid, appId: arguments.value("app")), expecting: ReleaseReply.self)
         if json { Output.json(reply) } else { print(reply.released ? "released" : "no such reservation") }
         code = reply.released ? .success : .nothingToDo
+    case "install" where arguments.has("dry-run"):
+        code = try await InstallCommand.plan(connection, candidates: ModuleArguments.candidates(arguments), json: json)
     case "install":
         code = try await InstallCommand.run(connection, candidates: ModuleArguments.candidates(arguments), json: json)
     case "cancel":
@@ -122,6 +135,17 @@ do {
         guard let asset = subcommand else { invocation.unknownCommand(program: "earshotctl", usage: usage) }
         let reply = try await connection.request(RollbackRequest(asset: asset), expecting: RollbackReply.self)
         if json { Output.json(reply) } else { print("rolled back \(reply.asset) \(reply.fromVersion) → \(reply.toVersion)") }
+    case "hold", "unhold":
+        guard let asset = subcommand else { invocation.unknownCommand(program: "earshotctl", usage: usage) }
+        let reply = try await connection.request(HoldRequest(asset: asset, hold: command == "hold"), expecting: HoldReply.self)
+        if json {
+            Output.json(reply)
+        } else if reply.held {
+            print(reply.changed ? "held \(asset) at version \(reply.version ?? 0): updates skip it" : "\(asset) is already held at version \(reply.version ?? 0)")
+        } else {
+            print(reply.changed ? "released the hold on \(asset) (version \(reply.version ?? 0)): the next update may replace it" : "\(asset) is not held")
+        }
+        code = reply.changed ? .success : .nothingToDo
     case "gc":
         let reply = try await connection.request(GCRequest(dryRun: arguments.has("dry-run")), expecting: GCReply.self)
         if json {
@@ -149,7 +173,7 @@ do {
         }
     case "update":
         let display = ProgressDisplay()
-        let reply = try await connection.request(UpdateRequest(dryRun: arguments.has("dry-run")), expecting: UpdateReply.self) { frame in
+        let reply = try await connection.request(UpdateRequest(dryRun: arguments.has("dry-run"), timer: arguments.has("timer")), expecting: UpdateReply.self) { frame in
             if !json, let event = try? frame.decode(InstallProgress.self) { display.show(event) }
         }
         display.finish()
@@ -163,6 +187,7 @@ do {
                           + "needs \(ProgressDisplay.bytes(item.spaceNeeded)), frees \(ProgressDisplay.bytes(item.frees)) after")
                 }
             }
+            for item in reply.held { print("held \(item.asset) at \(item.fromVersion): \(reply.dryRun ? "would skip" : "skipped") \(item.toVersion)") }
             for line in reply.updated { print("updated \(line)") }
             for line in reply.failed { Output.note("failed: \(line)") }
             for line in reply.deferred { Output.note("warning: \(line); the next run tries again") }

@@ -225,6 +225,48 @@ struct InventoryHardeningTests {
         }
     }
 
+    /// Issue 9, defect 4: with the state disk full, opening a session failed ("database or disk is
+    /// full") because leasing an installed asset wrote SQLite first. The lease and the reservation
+    /// use are now deferred: sessions go on, GC refuses to run until they are written, and the
+    /// deferred use keeps the reservation from expiring. The state dir is a real 4 MiB tmpfs.
+    @Test func fullStateDiskStillLeasesInstalledAssetsAndNeverLosesAReservation() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        try await fixture.publishStandardCatalog()
+        guard let tmpfs = try SmallTmpfs(at: fixture.directory.file("state-tmpfs"), size: "4m") else { return }
+        defer { tmpfs.unmount() }
+        var settings = fixture.settings(reservationExpiry: 100)
+        settings.stateDirectory = tmpfs.path + "/state"
+        try await fixture.withService(settings) { handle async throws in
+            let service = handle.service
+            let english = Modules.transcriber("en-US")
+            _ = try await service.install([english], for: appA) { _ in }
+            let filler = try tmpfs.fill()
+            await #expect(throws: AssetError.self) { try await service.reserve("de-DE", for: appA) } // writes still fail
+
+            fixture.clock.advance(90)
+            let lease = try await service.lease(english)
+            #expect(fixture.exists(lease.path + "/encoder.onnx"))
+            await service.noteUse(of: [english], by: appA)
+            await service.endLease(lease)
+            #expect(fixture.logs.all.filter { $0.priority == .warning && $0.message.hasPrefix("recording asset and reservation use failed") }.count == 1)
+
+            // Past the expiry of the stored use, within that of the deferred one: GC waits.
+            fixture.clock.advance(20)
+            let refused = await #expect(throws: AssetError.self) { try await service.collectGarbage(dryRun: false) }
+            #expect(refused?.caseName == "insufficientStorage", "\(String(describing: refused))")
+            #expect(try await service.reservations(of: appA).map(\.locale) == ["en-US"])
+
+            // Space again: the deferred uses are written first, so the reservation stays.
+            unlink(filler)
+            let report = try await service.collectGarbage(dryRun: false)
+            #expect(report.expiredReservations.isEmpty && report.removedAssets.isEmpty, "\(report.summary)")
+            let reservation = try #require(try await service.reservations(of: appA).first)
+            #expect(reservation.lastUsed == fixture.clock.wallTime() - 20)
+            #expect(fixture.logs.all.contains { $0.message == "recorded the asset and reservation use deferred by a failed write" })
+        }
+    }
+
     /// The typed errors behind a full disk, whichever part raises them, are `insufficientStorage`
     /// (injected: SQLite's codes, errno from a syscall, libarchive, libcurl writes, Foundation).
     @Test func storageFullErrorsMapToInsufficientStorage() throws {
@@ -270,39 +312,5 @@ struct InventoryHardeningTests {
             #expect(fixture.entries(fixture.stagingDirectory).isEmpty)
             #expect(fixture.entries(fixture.assetsDirectory).isEmpty)
         }
-    }
-}
-
-/// A real tmpfs mounted by the test (root only), for full-disk tests.
-final class SmallTmpfs: Sendable {
-    let path: String
-
-    /// Mounts a tmpfs of `size` (`mount -o size=`) at `path`; nil, with a note, where mounting is
-    /// not permitted.
-    init?(at path: String, size: String) throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        guard mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0755") == 0 else {
-            let code = errno
-            if code == EPERM || code == EACCES {
-                print("skipping: mounting a tmpfs is not permitted here (\(String(cString: strerror(code))))")
-                return nil
-            }
-            throw SystemError("mount(tmpfs, \(path))", errno: code)
-        }
-        self.path = path
-    }
-
-    /// Writes a file until the filesystem is full; returns its path.
-    func fill() throws -> String {
-        let filler = path + "/filler"
-        let fd = try systemCall("open(\(filler))") { open(filler, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-        defer { close(fd) }
-        let chunk = [UInt8](repeating: 0xA5, count: 4096)
-        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
-        return filler
-    }
-
-    func unmount() {
-        if umount2(path, 0) != 0 { _ = umount2(path, Int32(MNT_DETACH)) }
     }
 }

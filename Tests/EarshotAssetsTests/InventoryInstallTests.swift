@@ -254,7 +254,7 @@ struct InventoryInstallTests {
         defer { fixture.remove() }
         let entry = try await fixture.standardAssets()[0]
         let clock = ManualClock()
-        let job = InstallJob(entry: entry, bandwidthLimit: nil, isUpdate: false, clock: clock)
+        let job = InstallJob(entry: entry, bandwidthLimit: nil, isUpdate: false, requestedBy: "test", clock: clock)
         let log = ProgressLog()
         _ = job.addSink(log.record)
         job.publish(.downloading, bytesDone: 1)

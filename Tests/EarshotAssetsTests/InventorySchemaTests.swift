@@ -32,6 +32,10 @@ struct InventorySchemaTests {
             let current = try Database(path: path, migrations: Schema.migrations)
             #expect(try await current.schemaVersion == Schema.migrations.count)
             #expect(try await current.read { try $0.scalar("SELECT locale FROM reservations WHERE uid = 1000")?.text } == "en-US")
+            // Step 4: holds, the last update run, who asked for each unfinished job.
+            let names = try await tables(current)
+            #expect(names.contains("held_assets") && names.contains("update_runs"))
+            #expect(try await current.read { try $0.execute("SELECT requested_by FROM install_jobs").isEmpty })
         }
         do {
             let next = try Database(path: path, migrations: Schema.migrations + [Self.nextStep])

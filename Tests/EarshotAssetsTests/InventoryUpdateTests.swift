@@ -107,6 +107,10 @@ struct InventoryUpdateTests {
             #expect(refreshed.map(\.outcome) == [.failed])
             #expect(refreshed.first?.version == 7)
             #expect(refreshed.first?.message?.contains("older than the current version 7") == true, "\(String(describing: refreshed.first?.message))")
+            // Regression (issue 9, defect 10): the warning said what is kept twice ("keeping the
+            // current catalog; keeping version 7").
+            let warning = try #require(fixture.logs.all.last { $0.priority == .warning })
+            #expect(warning.message.components(separatedBy: "keeping").count == 2, "\(warning.message)")
             let summary = await service.catalogSummary()
             #expect(summary.assets.map { "\($0.id)@\($0.version)" } == ["tx-en@2"])
             #expect(summary.sources.map(\.version) == [7])

@@ -53,7 +53,7 @@ struct InventoryUpdateTrustTests {
             // The real update then does what the dry run said.
             let real = await service.update(requestedBy: "uid 0")
             #expect(real.updated == ["tx-en@1→2"] && !real.dryRun)
-            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "updated tx-en 1 → 2 (requested by uid 0)"
+            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "updated tx-en 1 → 2 (by uid 0)"
                 && $0.fields["from_version"] == "1" && $0.fields["to_version"] == "2" && $0.fields["asset"] == "tx-en" })
         }
     }
@@ -186,13 +186,61 @@ struct InventoryUpdateTrustTests {
             #expect(lease.key == "tx-en@1" && fixture.exists(lease.path + "/encoder.onnx"))
             await service.endLease(lease)
             #expect(await service.update(requestedBy: "test").planned.isEmpty, "the version rolled back from is not installed again")
-            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "rolled back tx-en 2 → 1 (requested by uid 0)" })
+            #expect(fixture.logs.all.contains { $0.priority == .notice && $0.message == "rolled back tx-en 2 → 1 (by uid 0)" })
 
             fixture.clock.advance(99)
             #expect(try await service.collectGarbage(dryRun: false).removed.isEmpty)
             fixture.clock.advance(1)
             #expect(try await service.collectGarbage(dryRun: false).removed.map(\.asset) == ["tx-en@2"], "the window is over")
             #expect(try await service.installedAssets().map(\.key) == ["tx-en@1"])
+        }
+    }
+
+    /// Issue 9, defect 6 (no pin): `hold` pins the installed version — updates skip it (the dry run
+    /// lists it as held), rollback refuses it — until `unhold`; the hold is stored and survives a
+    /// restart, and is logged with who asked.
+    @Test("a held asset is skipped by updates and refused by rollback until unhold")
+    func holdPinsTheInstalledVersion() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        let server = try await NginxServer.start()
+        _ = try await publish(fixture, server: server, catalogVersion: 1, assetVersion: 1, seed: 57)
+        var settings = fixture.settings()
+        settings.keepPreviousFor = 100
+        try await fixture.withService(settings) { handle async throws in
+            let service = handle.service
+            _ = try await service.install([Modules.transcriber("en-US")], for: appA) { _ in }
+            let notInstalled = await #expect(throws: AssetError.self) { try await service.hold("tx-de", requestedBy: "uid 0") }
+            #expect(notInstalled?.caseName == "notFound")
+            #expect(try await service.hold("tx-en", requestedBy: "uid 0") == (1, true))
+            #expect(try await service.hold("tx-en", requestedBy: "uid 0") == (1, false))
+            #expect(fixture.logs.all.filter { $0.message == "held tx-en at version 1 (by uid 0)" }.count == 1)
+        }
+        // Stored: a restarted service still skips it.
+        try await fixture.withService(settings) { handle async throws in
+            let service = handle.service
+            _ = try await publish(fixture, server: server, catalogVersion: 2, assetVersion: 2, seed: 58)
+            let dry = await service.update(dryRun: true, requestedBy: "test")
+            #expect(dry.planned.isEmpty && dry.held.map(\.toVersion) == [2])
+            let real = await service.update(requestedBy: "timer")
+            #expect(real.updated.isEmpty && real.held.map { "\($0.asset) \($0.fromVersion)→\($0.toVersion)" } == ["tx-en 1→2"])
+            #expect(try await service.installedAssets().map(\.key) == ["tx-en@1"])
+            #expect(try await service.lastUpdate()?.summary == "held tx-en at 1 (2 available)")
+            #expect(try await service.versionSummary() == [AssetVersionsInfo(id: "tx-en", installed: 1, available: 2, held: 1, previous: nil, previousKeptUntil: nil)])
+
+            #expect(try await service.unhold("tx-en", requestedBy: "uid 0") == 1)
+            #expect(try await service.unhold("tx-en", requestedBy: "uid 0") == nil)
+            #expect(await service.update(requestedBy: "timer").updated == ["tx-en@1→2"])
+            #expect(fixture.logs.all.filter { $0.message == "updated tx-en 1 → 2 (by timer)" }.count == 1)
+
+            // Held at 2: rollback to the kept 1 is refused until unhold.
+            _ = try await service.hold("tx-en", requestedBy: "uid 0")
+            let refused = await #expect(throws: AssetError.self) { try await service.rollback("tx-en", requestedBy: "uid 0") }
+            #expect(refused?.caseName == "held")
+            let summary = try #require(try await service.versionSummary().first)
+            #expect(summary.installed == 2 && summary.held == 2 && summary.previous == 1 && summary.previousKeptUntil == fixture.clock.wallTime() + 100)
+            _ = try await service.unhold("tx-en", requestedBy: "uid 0")
+            #expect(try await service.rollback("tx-en", requestedBy: "uid 0") == (2, 1))
         }
     }
 }

@@ -22,9 +22,10 @@ import TestSupport
             _ = try await admin.call(InstallRequest(id: "i", modules: [Modules.transcriber("en-US")]), timeout: .seconds(60)).decode(InstallReply.self)
 
             // A command given an option it does not take fails instead of ignoring it.
-            let unsupported = try await ctl(["install", "--locale", "en-US", "--dry-run"], daemon)
+            let unsupported = try await ctl(["rollback", "asr-en", "--dry-run"], daemon)
             #expect(unsupported.status == 1)
-            #expect(unsupported.stderr.contains("'install' does not take --dry-run"), "\(unsupported.stderr)")
+            #expect(unsupported.stderr.contains("'rollback' does not take --dry-run"), "\(unsupported.stderr)")
+            #expect(try await ctl(["install", "--locale", "en-US", "--timer"], daemon).status == 1, "--timer is update's only")
             #expect(try await ctl(["status", "--all"], daemon).status == 1)
 
             // Dry run: lists the change, changes nothing (issue 9, defect 1).
@@ -45,7 +46,7 @@ import TestSupport
             let real = try await ctl(["update"], daemon)
             #expect(real.status == 0, "\(real.stdout)\(real.stderr)")
             #expect(real.stdout.contains("updated asr-en@1→2"))
-            #expect(daemon.child.stderr.contains("earshotd[notice]: assets: updated asr-en 1 → 2 (requested by uid \(getuid()))"))
+            #expect(daemon.child.stderr.contains("earshotd[notice]: assets: updated asr-en 1 → 2 (by uid \(getuid()))"))
             let idle = try await ctl(["update"], daemon)
             #expect(idle.status == 2 && idle.stdout.contains("nothing to update"))
 
@@ -70,7 +71,10 @@ import TestSupport
             #expect(badAgain.status == 1)
             #expect(badAgain.stderr.contains("not downloaded again"), "\(badAgain.stderr)")
             #expect(fixture.server.accessLog().filter { $0.path == v3.serverPath }.count == 1, "no second download of the same bytes")
-            #expect(daemon.child.stderr.contains("earshotd[warning]: assets: install of asr-en@3 failed"))
+            // Regression (issue 9, defect 10): the asset was named twice ("install of asr-en@3
+            // failed: asr-en@3: …", "failed: asr-en@3: asr-en@3: …").
+            #expect(daemon.child.stderr.contains("earshotd[warning]: assets: install failed: asr-en@3: downloaded file does not match"), "\(daemon.child.stderr)")
+            #expect(!daemon.child.stderr.contains("asr-en@3: asr-en@3") && !bad.stderr.contains("asr-en@3: asr-en@3"), "\(bad.stderr)")
             #expect(fixture.installedVersionDirectories("asr-en") == ["1", "2"])
 
             // The catalog listing says which older version is installed (issue 9, 10).
@@ -95,5 +99,117 @@ import TestSupport
             #expect(warning?.contains("source=\(fixture.server.url("/catalog.json"))") == true)
             #expect(warning?.contains("stalled") == false)
         }
+    }
+
+    /// Issue 9, "hold skips an update": a held asset stays at its version through the timer's and
+    /// manual updates (the dry run lists it as held); status and catalog say so; after unhold the
+    /// next update installs v2, logged once as "by timer". Also `install --dry-run` lists what it
+    /// would fetch and fetches nothing.
+    @Test func holdSkipsAnUpdateUntilUnhold() async throws {
+        try await AssetFixture.with { fixture in
+            let v1 = try await fixture.build(.random("asr-en", version: 1, locales: ["en-US"], bytes: 64 << 10, seed: 64))
+            try await fixture.publishCatalog(version: 1, assets: [v1], modified: Date(timeIntervalSinceNow: -3600))
+            let daemon = try await fixture.startDaemonWithCatalog()
+            let admin = try TestConnection(daemon.socket)
+            defer { admin.close() }
+            try await admin.hello("org.example.hold")
+            _ = try await admin.call(InstallRequest(id: "i", modules: [Modules.transcriber("en-US")]), timeout: .seconds(60)).decode(InstallReply.self)
+
+            let missing = try await ctl(["hold", "asr-xx"], daemon)
+            #expect(missing.status == 1 && missing.stderr.contains("an installed version of asr-xx to hold not found"), "\(missing.stderr)")
+            let hold = try await ctl(["hold", "asr-en"], daemon)
+            #expect(hold.status == 0 && hold.stdout.contains("held asr-en at version 1"), "\(hold.stdout)\(hold.stderr)")
+            let again = try await ctl(["hold", "asr-en"], daemon)
+            #expect(again.status == 2 && again.stdout.contains("already held at version 1"))
+            #expect(try await ctl(["hold", "asr-en", "--dry-run"], daemon).status == 1, "hold takes no --dry-run")
+
+            let v2 = try await fixture.build(.random("asr-en", version: 2, locales: ["en-US"], bytes: 64 << 10, seed: 65))
+            let de = try await fixture.build(.random("asr-de", version: 1, locales: ["de-DE"], bytes: 64 << 10, seed: 66))
+            try await fixture.publishCatalog(version: 2, assets: [v2, de], modified: Date(timeIntervalSinceNow: -1800))
+            let dry = try await ctl(["update", "--dry-run"], daemon)
+            #expect(dry.stdout.contains("held asr-en at 1: would skip 2") && !dry.stdout.contains("would update"), "\(dry.stdout)")
+            let skipped = try await ctl(["update", "--timer"], daemon)
+            #expect(skipped.status == 0, "the catalog changed: \(skipped.stdout)\(skipped.stderr)")
+            #expect(skipped.stdout.contains("held asr-en at 1: skipped 2") && !skipped.stdout.contains("updated asr-en"), "\(skipped.stdout)")
+            #expect(try await ctl(["update"], daemon).status == 2, "nothing to do while held")
+            #expect(fixture.server.accessLog().filter { $0.path == v2.serverPath }.isEmpty, "no byte of v2 fetched")
+            #expect(fixture.installedVersionDirectories("asr-en") == ["1"])
+            #expect(daemon.child.stderr.contains("update of asr-en skipped: held at version 1 (2 available)"))
+
+            // Listings say so: status (for admins) and catalog, with --json.
+            let held = try JSONDecoder().decode(DaemonStatus.self, from: Data(try await ctl(["status", "--json"], daemon).stdout.utf8))
+            #expect(held.assets == [AssetVersionsInfo(id: "asr-en", installed: 1, available: 2, held: 1, previous: nil, previousKeptUntil: nil)])
+            #expect(held.lastUpdate?.requestedBy == "uid \(getuid())" && held.lastUpdate?.outcome == "unchanged", "\(String(describing: held.lastUpdate))")
+            #expect(try await ctl(["catalog"], daemon).stdout.contains("version 1 (older), held at 1"))
+            let catalog = try JSONDecoder().decode(CatalogReply.self, from: Data(try await ctl(["catalog", "--json"], daemon).stdout.utf8))
+            #expect(catalog.assets.first { $0.id == "asr-en" }?.heldVersion == 1)
+            let rollback = try await ctl(["rollback", "asr-en"], daemon)
+            #expect(rollback.status == 1)
+
+            // install --dry-run: lists the fetch, fetches and reserves nothing (issue 9).
+            let plan = try await ctl(["install", "--locale", "de-DE", "--dry-run"], daemon)
+            #expect(plan.status == 0 && plan.stdout.contains("would install asr-de version 1: fetch "), "\(plan.stdout)\(plan.stderr)")
+            let planJSON = try JSONDecoder().decode(InstallPlanReply.self, from: Data(try await ctl(["install", "--locale", "de-DE", "--dry-run", "--json"], daemon).stdout.utf8))
+            #expect(planJSON.planned == [InstallPlanInfo(asset: "asr-de", version: 1, downloadBytes: de.size, spaceNeeded: de.size + de.installedSize)])
+            #expect(fixture.server.accessLog().filter { $0.path == de.serverPath }.isEmpty && fixture.installedVersionDirectories("asr-de").isEmpty)
+            let reservations = try await ctl(["reservations", "--all", "--json"], daemon)
+            #expect(!reservations.stdout.contains("de-DE"), "\(reservations.stdout)")
+            #expect(try await ctl(["install", "--locale", "en-US", "--dry-run"], daemon).status == 2, "already installed")
+
+            // Unhold: the next (timer) update installs v2, logged once with who asked.
+            let unhold = try await ctl(["unhold", "asr-en"], daemon)
+            #expect(unhold.status == 0 && unhold.stdout.contains("released the hold on asr-en (version 1)"), "\(unhold.stdout)")
+            #expect(try await ctl(["unhold", "asr-en"], daemon).status == 2)
+            let updated = try await ctl(["update", "--timer"], daemon)
+            #expect(updated.status == 0 && updated.stdout.contains("updated asr-en@1→2"), "\(updated.stdout)\(updated.stderr)")
+            let lines = daemon.child.stderr.split(separator: "\n").filter { $0.contains("updated asr-en 1 → 2") }
+            #expect(lines.count == 1 && lines.first?.contains("earshotd[notice]: assets: updated asr-en 1 → 2 (by timer)") == true, "\(lines)")
+            let after = try JSONDecoder().decode(DaemonStatus.self, from: Data(try await ctl(["status", "--json"], daemon).stdout.utf8))
+            let versions = try #require(after.assets?.first)
+            #expect(versions.installed == 2 && versions.available == 2 && versions.held == nil && versions.previous == 1 && versions.previousKeptUntil != nil)
+            #expect(after.lastUpdate?.requestedBy == "timer" && after.lastUpdate?.outcome == "changed" && after.lastUpdate?.summary == "updated asr-en@1→2")
+            let text = try await ctl(["status"], daemon).stdout
+            #expect(text.contains("last update:") && text.contains("by timer: changed (updated asr-en@1→2)"), "\(text)")
+            #expect(text.contains("ASSET") && text.contains("PREVIOUS"), "\(text)")
+        }
+    }
+
+    /// Issue 9, defect 8: killing the CLI did not stop the update job while the unit's comment
+    /// said TimeoutStartSec bounded it. Decided: the daemon's job runs on (the unit now says so);
+    /// the next run joins the same job instead of starting another, and the change is logged once.
+    @Test func killedUpdateClientLeavesTheJobRunningAndTheNextRunJoinsIt() async throws {
+        try await AssetFixture.with { fixture in
+            let v1 = try await fixture.build(.random("asr-en", version: 1, locales: ["en-US"], bytes: 64 << 10, seed: 67))
+            try await fixture.publishCatalog(version: 1, assets: [v1], modified: Date(timeIntervalSinceNow: -3600))
+            // v2 takes about 4 s at the update bandwidth cap.
+            let daemon = try await fixture.startDaemonWithCatalog("[Assets]\nUpdateBandwidthLimit=262144")
+            let admin = try TestConnection(daemon.socket)
+            defer { admin.close() }
+            try await admin.hello("org.example.kill")
+            _ = try await admin.call(InstallRequest(id: "i", modules: [Modules.transcriber("en-US")]), timeout: .seconds(60)).decode(InstallReply.self)
+            let v2 = try await fixture.build(.random("asr-en", version: 2, locales: ["en-US"], bytes: 1 << 20, seed: 68))
+            try await fixture.publishCatalog(version: 2, assets: [v2], modified: Date(timeIntervalSinceNow: -1800))
+
+            let first = try ChildProcess(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "update", "--timer"], in: daemon.directory)
+            try await waitForJob(admin) { !$0.isEmpty }
+            first.signal(SIGKILL)
+            _ = await first.wait()
+            #expect(try await admin.call(AssetsRequest(id: "a1")).decode(AssetsReply.self).jobs.map(\.version) == [2], "the job runs on")
+
+            let second = try await ctl(["update"], daemon)
+            #expect(second.status == 0 && second.stdout.contains("updated asr-en@1→2"), "\(second.stdout)\(second.stderr)")
+            #expect(fixture.server.accessLog().filter { $0.path == v2.serverPath }.count == 1, "one download, joined")
+            let lines = daemon.child.stderr.split(separator: "\n").filter { $0.contains("updated asr-en 1 → 2") }
+            #expect(lines.count == 1 && lines.first?.contains("(by timer)") == true, "logged once, by who started it: \(lines)")
+        }
+    }
+
+    private func waitForJob(_ admin: TestConnection, timeout: Duration = .seconds(20), _ condition: ([InstallJobInfo]) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(try await admin.call(AssetsRequest(id: "poll")).decode(AssetsReply.self).jobs) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw FixtureError("no matching install job within \(timeout)")
     }
 }

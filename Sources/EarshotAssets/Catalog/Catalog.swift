@@ -369,7 +369,7 @@ public enum CatalogError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidVersion(let version): "catalog version \(version) must be at least 1"
         case .invalidAsset(let index, let id, let version, let problem): "catalog assets[\(index)] (\"\(id)\" version \(version)): \(problem)"
         case .duplicateAsset(let id, let version): "catalog lists asset \"\(id)\" version \(version) more than once"
-        case .rollback(let current, let offered): "catalog version \(offered) is older than the current version \(current); keeping the current catalog"
+        case .rollback(let current, let offered): "catalog version \(offered) is older than the current version \(current) (a rollback)"
         }
     }
 

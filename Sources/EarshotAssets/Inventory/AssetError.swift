@@ -16,6 +16,8 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
     case downloadFailed(String)
     case insufficientStorage(needed: Int64, available: Int64, path: String)
     case cancelled(String)
+    /// The asset is held at `version` (``AssetService/hold(_:requestedBy:)``); unhold it first.
+    case held(asset: String, version: Int)
     case inconsistentState(String)
     case internalError(String)
 
@@ -33,6 +35,7 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
         case .insufficientStorage(let needed, let available, let path):
             needed > 0 ? "not enough free space in \(path): \(needed) bytes needed, \(available) available" : "no space left in \(path)"
         case .cancelled(let what): "\(what) was cancelled"
+        case .held(let asset, let version): "\(asset) is held at version \(version); unhold it first (earshotctl unhold \(asset))"
         case .inconsistentState(let what): "asset store is inconsistent: \(what)"
         case .internalError(let what): what
         }
@@ -40,6 +43,13 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
 }
 
 extension AssetError {
+    /// `error`'s description naming `key` (`id@version`) once: most failures already start with
+    /// it, and a line that adds it again reads "X@3: X@3: …".
+    static func describe(_ error: any Error, naming key: String) -> String {
+        let text = "\(error)"
+        return text.contains(key) ? text : "\(key): \(text)"
+    }
+
     /// The asset error for a failed state-database call: a full filesystem (``DatabaseError/isStorageFull``)
     /// is ``insufficientStorage(needed:available:path:)``, anything else ``internalError(_:)``.
     init(_ error: DatabaseError, database path: String) {

@@ -31,8 +31,10 @@ public struct CatalogRefreshResult: Sendable, Codable, Hashable {
 public struct UpdateReport: Sendable, Codable, Hashable {
     public var dryRun: Bool
     public var catalogs: [CatalogRefreshResult]
-    /// Every asset with a newer catalog version, with what it takes.
+    /// Every asset with a newer catalog version, with what it takes (held ones excepted).
     public var planned: [UpdatePlanInfo]
+    /// Assets with a newer catalog version that are held (``AssetService/hold(_:requestedBy:)``): skipped.
+    public var held: [UpdatePlanInfo]
     /// `id@old→new` for each asset updated.
     public var updated: [String]
     /// Failures an admin must look at (verification, disk, a download refused for a known-bad hash).
@@ -138,37 +140,45 @@ extension AssetService {
     }
 
     /// Refreshes catalogs, installs newer versions of installed assets side by side (switching each
-    /// atomically when it commits) and retires old versions nobody uses. A dry run fetches and
-    /// verifies the catalogs but stores nothing, starts nothing and reports the plan.
-    /// `requestedBy` (`timer`, `uid 1000`) goes into the log line of every change.
+    /// atomically when it commits) and retires old versions nobody uses; held assets are skipped
+    /// and reported. A dry run fetches and verifies the catalogs but stores nothing, starts
+    /// nothing and reports the plan. `requestedBy` (`timer`, `uid 1000`) goes into the log line of
+    /// every change and the recorded last run (``lastUpdate()``; dry runs record nothing).
     public func update(dryRun: Bool = false, requestedBy: String) async -> UpdateReport {
         let (refreshed, fetched) = await exclusively { await fetchCatalogs(store: !dryRun) }
         let assets = dryRun ? Catalog.merged(settings.catalogURLs.compactMap { (fetched[$0] ?? catalogs[$0])?.catalog }) : catalogAssets
-        let plan = (try? await updatePlan(assets)) ?? []
+        let candidates = (try? await updatePlan(assets)) ?? []
+        let holds = (try? await holds()) ?? [:]
+        let plan = candidates.filter { holds[$0.entry.id] == nil }
+        let held = candidates.filter { holds[$0.entry.id] != nil }.map(\.item)
+        for item in held where !dryRun {
+            log("update of \(item.asset) skipped: held at version \(item.fromVersion) (\(item.toVersion) available)", .info,
+                ["asset": item.asset, "from_version": "\(item.fromVersion)", "to_version": "\(item.toVersion)", "requested_by": requestedBy])
+        }
         guard !dryRun else {
             let changed = !plan.isEmpty || refreshed.contains { $0.outcome == .updated }
-            return UpdateReport(dryRun: true, catalogs: refreshed, planned: plan.map(\.item), updated: [], failed: [], deferred: [], changed: changed)
+            return UpdateReport(dryRun: true, catalogs: refreshed, planned: plan.map(\.item), held: held, updated: [], failed: [], deferred: [], changed: changed)
         }
         var updated: [String] = []
         var failed: [String] = []
         var deferred: [String] = []
-        let started = plan.map { ($0, job(for: $0.entry, bandwidthLimit: settings.updateBandwidthLimit, isUpdate: true)) }
+        // The job logs the change once ("updated X 1 → 2 (by …)"), whoever else joins it.
+        let started = plan.map { ($0, job(for: $0.entry, bandwidthLimit: settings.updateBandwidthLimit, isUpdate: true, requestedBy: requestedBy)) }
         for (step, job) in started {
             let item = step.item
-            let fields = ["asset": item.asset, "from_version": "\(item.fromVersion)", "to_version": "\(item.toVersion)", "requested_by": requestedBy,
-                          "source": step.entry.urls.first ?? ""]
             do {
                 try await job.wait()
                 updated.append("\(item.asset)@\(item.fromVersion)→\(item.toVersion)")
-                log("updated \(item.asset) \(item.fromVersion) → \(item.toVersion) (requested by \(requestedBy))", .notice, fields)
             } catch {
-                let line = "\(item.asset)@\(item.toVersion): \(error)"
+                let line = AssetError.describe(error, naming: "\(item.asset)@\(item.toVersion)")
                 if case .downloadFailed = error as? AssetError { deferred.append(line) } else { failed.append(line) }
             }
         }
         if !updated.isEmpty { _ = try? await collectGarbage(dryRun: false) }
         let changed = !updated.isEmpty || refreshed.contains { $0.outcome == .updated }
-        return UpdateReport(dryRun: false, catalogs: refreshed, planned: plan.map(\.item), updated: updated, failed: failed, deferred: deferred, changed: changed)
+        let report = UpdateReport(dryRun: false, catalogs: refreshed, planned: plan.map(\.item), held: held, updated: updated, failed: failed, deferred: deferred, changed: changed)
+        await recordUpdateRun(report, requestedBy: requestedBy)
+        return report
     }
 
     /// For each current installed asset with a newer version in `assets`: the newest, and what
@@ -179,10 +189,10 @@ extension AssetService {
         return installed.filter(\.current).compactMap { current in
             guard let newer = assets.filter({ $0.id == current.entry.id && $0.version > current.entry.version }).max(by: { $0.version < $1.version }),
                   !installed.contains(where: { $0.key == "\(newer.id)@\(newer.version)" }) else { return nil }
-            let download = max(0, newer.size - (Self.fileSize(downloadPath(newer)) ?? 0))
+            let needs = fetchNeeds(newer)
             let frees = leases[current.key] == nil ? current.bytes : 0
             return (newer, UpdatePlanInfo(asset: newer.id, fromVersion: current.entry.version, toVersion: newer.version,
-                                          downloadBytes: download, spaceNeeded: download + newer.installedSize, frees: frees))
+                                          downloadBytes: needs.download, spaceNeeded: needs.space, frees: frees))
         }
     }
 }

@@ -24,19 +24,14 @@ extension AssetService {
     /// its reservations and the job goes on, as does a job interrupted by shutdown (it resumes at
     /// the next start).
     public func install(_ modules: [ModuleConfiguration], for client: ClientIdentity, progress: @escaping @Sendable (InstallProgress) -> Void) async throws -> InstallOutcome {
-        var assets: [CatalogAsset] = []
-        for module in modules {
-            for asset in try requiredAssets(module) where !assets.contains(where: { $0.id == asset.id }) {
-                assets.append(asset)
-            }
-        }
+        let assets = try requiredAssets(modules)
         // Under the gate: a GC between the look at what is installed and the reservation would
         // otherwise remove an installed asset this request then counts on.
         let (reserved, started) = try await exclusively { () async throws -> ([String], [InstallJob]) in
             let installed = try await installedAssets()
             let missing = assets.filter { asset in !installed.contains { $0.entry.id == asset.id } }
             let reserved = try await reserve(modules.compactMap(\.locale), for: client)
-            return (reserved, missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false) })
+            return (reserved, missing.map { job(for: $0, bandwidthLimit: nil, isUpdate: false, requestedBy: "uid \(client.uid) app \(client.appID)") })
         }
         guard !started.isEmpty else { return InstallOutcome(nothingToDo: true, installed: [], reserved: reserved) }
         let sinks = started.map { ($0, $0.addSink(progress)) }
@@ -48,6 +43,25 @@ extension AssetService {
             throw failure
         }
         return InstallOutcome(nothingToDo: false, installed: started.map(\.key), reserved: reserved)
+    }
+
+    /// What ``install(_:for:progress:)`` would fetch for `modules`: every needed asset not
+    /// installed yet, with its bytes to download and the space it needs. Changes nothing (no job,
+    /// no reservation, so neither the quota nor the space check is applied).
+    public func installPlan(_ modules: [ModuleConfiguration]) async throws -> (planned: [InstallPlanInfo], availableBytes: Int64) {
+        let installed = try await installedAssets()
+        let planned = try requiredAssets(modules).filter { asset in !installed.contains { $0.entry.id == asset.id } }.map { asset in
+            let needs = fetchNeeds(asset)
+            return InstallPlanInfo(asset: asset.id, version: asset.version, downloadBytes: needs.download, spaceNeeded: needs.space)
+        }
+        return (planned, Self.availableBytes(settings.stateDirectory))
+    }
+
+    /// What installing `entry` takes: the bytes still to download (a partial counts as fetched)
+    /// and those plus its installed size.
+    func fetchNeeds(_ entry: CatalogAsset) -> (download: Int64, space: Int64) {
+        let download = max(0, entry.size - (Self.fileSize(downloadPath(entry)) ?? 0))
+        return (download, download + entry.installedSize)
     }
 
     /// Removes the reservations a failed install created for `client`, then cancels the jobs no
@@ -69,10 +83,10 @@ extension AssetService {
     }
 
     /// The running job for `entry`, or a new one handed to ``run()``.
-    func job(for entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool) -> InstallJob {
+    func job(for entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool, requestedBy: String) -> InstallJob {
         let key = "\(entry.id)@\(entry.version)"
         if let existing = jobs[key] { return existing }
-        let job = InstallJob(entry: entry, bandwidthLimit: bandwidthLimit, isUpdate: isUpdate, clock: clock)
+        let job = InstallJob(entry: entry, bandwidthLimit: bandwidthLimit, isUpdate: isUpdate, requestedBy: requestedBy, clock: clock)
         jobs[key] = job
         jobSubmitter.yield(job)
         return job
@@ -95,11 +109,11 @@ extension AssetService {
     }
 
     /// Jobs a previous run started and did not finish.
-    func pendingJobs() async throws -> [(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool)] {
+    func pendingJobs() async throws -> [(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool, requestedBy: String)] {
         try await database.read { db in
-            try db.execute("SELECT entry, bandwidth_limit, is_update FROM install_jobs ORDER BY created").compactMap { row in
+            try db.execute("SELECT entry, bandwidth_limit, is_update, requested_by FROM install_jobs ORDER BY created").compactMap { row in
                 guard let json = row[0].blob, let entry = try? JSONDecoder().decode(CatalogAsset.self, from: Data(json)) else { return nil }
-                return (entry, row[1].int, row[2].int == 1)
+                return (entry, row[1].int, row[2].int == 1, row[3].text ?? "an earlier run")
             }
         }
     }
@@ -109,8 +123,9 @@ extension AssetService {
     /// unless another running job shares the file.
     func execute(_ job: InstallJob) async {
         let result: Result<Void, AssetError>
+        var replaced: Int?
         do {
-            try await perform(job)
+            replaced = try await perform(job)
             result = .success(())
         } catch {
             result = .failure(Self.map(error, asset: job.entry))
@@ -118,7 +133,7 @@ extension AssetService {
         if case .failure = result, shuttingDown {
             log("install of \(job.key) interrupted by shutdown; it resumes at the next start")
         } else if case .failure(let error) = result {
-            log("install of \(job.key) failed: \(error)", .warning,
+            log("install failed: \(AssetError.describe(error, naming: job.key))", .warning,
                 ["asset": job.entry.id, "to_version": "\(job.entry.version)", "source": job.entry.urls.first ?? "", "reason": "\(error)",
                  "kind": job.isUpdate ? "update" : "install"])
             let entry = job.entry
@@ -146,23 +161,29 @@ extension AssetService {
                     log("install of \(job.key): removing its partial download failed: \(error)")
                 }
             }
+        } else if let replaced, job.isUpdate {
+            log("updated \(job.entry.id) \(replaced) → \(job.entry.version) (by \(job.requestedBy))", .notice,
+                ["asset": job.entry.id, "from_version": "\(replaced)", "to_version": "\(job.entry.version)", "requested_by": job.requestedBy,
+                 "source": job.entry.urls.first ?? ""])
         } else {
-            log("installed \(job.key)")
+            log("installed \(job.key) (by \(job.requestedBy))", .info, ["asset": job.entry.id, "to_version": "\(job.entry.version)", "requested_by": job.requestedBy])
         }
         jobs[job.key] = nil
         job.finish(result)
     }
 
-    /// download → verify → extract into staging → fsync + rename → commit.
-    private func perform(_ job: InstallJob) async throws {
+    /// download → verify → extract into staging → fsync + rename → commit. Returns the version
+    /// the commit made non-current, if any.
+    private func perform(_ job: InstallJob) async throws -> Int? {
         let entry = job.entry
         // An earlier job for the same version may have committed while this one was being set up.
-        if try await installedVersions(entry.id).contains(where: { $0.entry.version == entry.version }) { return }
+        if try await installedVersions(entry.id).contains(where: { $0.entry.version == entry.version }) { return nil }
         let entryJSON = Array(try JSONEncoder().encode(entry))
         let now = clock.wallTime()
         try await database.write { db in
-            try db.execute("INSERT OR IGNORE INTO install_jobs (id, version, entry, bandwidth_limit, is_update, created) VALUES (?, ?, ?, ?, ?, ?)",
-                           [.text(entry.id), .int(Int64(entry.version)), .blob(entryJSON), job.bandwidthLimit.map { .int($0) } ?? .null, .int(job.isUpdate ? 1 : 0), .double(now)])
+            try db.execute("INSERT OR IGNORE INTO install_jobs (id, version, entry, bandwidth_limit, is_update, created, requested_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [.text(entry.id), .int(Int64(entry.version)), .blob(entryJSON), job.bandwidthLimit.map { .int($0) } ?? .null, .int(job.isUpdate ? 1 : 0), .double(now),
+                            .text(job.requestedBy)])
         }
 
         // Download (resumes a partial file; a complete one is only re-verified), unless these bytes
@@ -205,6 +226,7 @@ extension AssetService {
         }
         let staging = settings.stagingDirectory + "/\(entry.id)-\(entry.version)-\(UUID().uuidString.prefix(8))"
         var placed: String? // renamed into place but not yet committed
+        var replaced: Int?
         do {
             try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
             let single = entry.format == .file ? entry.files.values.first : nil
@@ -226,7 +248,9 @@ extension AssetService {
             let committed = clock.wallTime()
             // Relative to the state directory, so the state directory can move.
             let stored = settings.storedPath(final)
-            try await database.write { db in
+            replaced = try await database.write { db -> Int? in
+                let previous = try db.execute("SELECT version FROM installed_assets WHERE id = ? AND current = 1 AND version != ?",
+                                              [.text(entry.id), .int(Int64(entry.version))]).first?[0].int.map(Int.init)
                 try db.execute("""
                     INSERT OR REPLACE INTO installed_assets (id, version, path, bytes, entry, current, installed_at, last_used, unneeded_since)
                     VALUES (?, ?, ?, ?, ?, 1, ?, ?, NULL)
@@ -236,6 +260,7 @@ extension AssetService {
                                [.double(committed), .text(entry.id), .int(Int64(entry.version))])
                 try db.execute("DELETE FROM install_jobs WHERE id = ? AND version = ?", [.text(entry.id), .int(Int64(entry.version))])
                 try db.execute("DELETE FROM resumable_downloads WHERE sha256 = ?", [.text(entry.sha256)])
+                return previous
             }
         } catch {
             try? FileManager.default.removeItem(atPath: staging)
@@ -247,6 +272,7 @@ extension AssetService {
             throw failure
         }
         Self.removeDownload(download)
+        return replaced
     }
 
     /// Room needed beyond `bytes` of declared sizes (filesystem metadata, the database, logs):

@@ -35,7 +35,9 @@ public struct AssetLease: Sendable, Hashable {
 extension AssetService {
     // MARK: Leases
 
-    /// Leases the current installed version of the asset serving `module`.
+    /// Leases the current installed version of the asset serving `module`. Its use is recorded
+    /// without making the session wait for the database (``DeferredUses``: a full state disk does
+    /// not stop installed models from serving).
     public func lease(_ module: ModuleConfiguration) async throws -> AssetLease {
         try await exclusively { () async throws -> AssetLease in
             let asset = try resolve(module)
@@ -44,10 +46,7 @@ extension AssetService {
             }
             let lease = AssetLease(token: UUID(), entry: installed.entry, path: installed.path)
             leases[lease.key, default: 0] += 1
-            let now = clock.wallTime()
-            try await database.write { db in
-                try db.execute("UPDATE installed_assets SET last_used = ?, unneeded_since = NULL WHERE id = ? AND version = ?", [.double(now), .text(installed.entry.id), .int(Int64(installed.entry.version))])
-            }
+            await recordUse(of: installed.entry, at: clock.wallTime())
             return lease
         }
     }
@@ -192,9 +191,11 @@ extension AssetService {
     /// Mark and sweep: expires unused reservations, retires superseded versions nobody leases,
     /// removes assets unneeded for the grace period, evicts least recently used unneeded assets
     /// while the store exceeds its budget, and sweeps orphaned downloads from the cache
-    /// (``sweepDownloads(dryRun:)``). Refuses to run on inconsistent state.
+    /// (``sweepDownloads(dryRun:)``). Refuses to run on inconsistent state, and while uses it must
+    /// count cannot be written (``DeferredUses``; a dry run writes them too).
     public func collectGarbage(dryRun: Bool) async throws -> GCReport {
         try await exclusively { () async throws -> GCReport in
+            try await writeDeferredUses()
             try await reconcile(repair: false)
             let now = clock.wallTime()
             let cutoff = now - settings.reservationExpiry
@@ -267,7 +268,8 @@ extension AssetService {
 
     /// Makes the kept previous version of `assetID` current again, atomically (new sessions get
     /// it; open ones keep theirs); the version it replaces is kept in its place for the window.
-    /// Returns `(from, to)`. `notFound` when no previous version is kept.
+    /// Returns `(from, to)`. `notFound` when no previous version is kept, `held` when the asset
+    /// is held (the hold pins the current version).
     public func rollback(_ assetID: String, requestedBy: String) async throws -> (from: Int, to: Int) {
         try await exclusively { () async throws -> (from: Int, to: Int) in
             let installed = try await installedVersions(assetID)
@@ -275,6 +277,7 @@ extension AssetService {
                   let previous = installed.filter({ !$0.current && $0.entry.version < current.entry.version }).first else {
                 throw AssetError.notFound("a previous version of \(assetID) to roll back to (kept for [Assets] KeepPreviousForSec after an update)")
             }
+            if let hold = try await holds()[assetID] { throw AssetError.held(asset: assetID, version: hold.version) }
             let now = clock.wallTime()
             try await database.write { db in
                 try db.execute("UPDATE installed_assets SET current = 1, unneeded_since = NULL, last_used = ? WHERE id = ? AND version = ?",
@@ -282,7 +285,7 @@ extension AssetService {
                 try db.execute("UPDATE installed_assets SET current = 0, unneeded_since = ? WHERE id = ? AND version = ?",
                                [.double(now), .text(assetID), .int(Int64(current.entry.version))])
             }
-            log("rolled back \(assetID) \(current.entry.version) → \(previous.entry.version) (requested by \(requestedBy))", .notice,
+            log("rolled back \(assetID) \(current.entry.version) → \(previous.entry.version) (by \(requestedBy))", .notice,
                 ["asset": assetID, "from_version": "\(current.entry.version)", "to_version": "\(previous.entry.version)", "requested_by": requestedBy])
             return (current.entry.version, previous.entry.version)
         }
@@ -298,6 +301,8 @@ extension AssetService {
         try await database.write { db in
             for asset in assets {
                 try db.execute("DELETE FROM installed_assets WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
+                // A hold pins an installed version: it goes with it.
+                try db.execute("DELETE FROM held_assets WHERE id = ? AND version = ?", [.text(asset.entry.id), .int(Int64(asset.entry.version))])
             }
         }
         let paths = assets.map(\.path)

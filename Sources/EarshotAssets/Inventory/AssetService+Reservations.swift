@@ -14,16 +14,22 @@ extension AssetService {
     }
 
     /// Reserves every locale of `locales` for `client` in one transaction (all or none); returns the
-    /// ones newly created.
+    /// ones newly created. When all exist already only their use is recorded, without waiting for
+    /// the database (``DeferredUses``: a full state disk does not stop installed models serving).
     func reserve(_ locales: [String], for client: ClientIdentity) async throws -> [String] {
         var canonical: [String] = []
         for locale in locales {
             guard let match = catalogLocale(serving: locale) else { throw AssetError.unsupportedLocale(locale) }
             if !canonical.contains(match) { canonical.append(match) }
         }
+        let now = clock.wallTime()
+        let held = Set(try await reservations(of: client).map(\.locale))
+        if canonical.allSatisfy(held.contains) {
+            await recordUse(ofReservations: canonical, for: client, at: now)
+            return []
+        }
         let maximum = maximumReservedLocales(appID: client.appID)
         let (perUser, appsPerUser) = (settings.maxReservedLocalesPerUser, settings.maxAppsPerUser)
-        let now = clock.wallTime()
         let wanted = canonical
         return try await database.write { db in
             let existing = Set(try db.execute("SELECT locale FROM reservations WHERE uid = ? AND app_id = ?", [.int(Int64(client.uid)), .text(client.appID)]).compactMap { $0[0].text })
@@ -81,18 +87,6 @@ extension AssetService {
         }
     }
 
-    /// Marks `client`'s reservations of `locales` as used now (expiry counts from the last use).
-    func touchReservations(_ locales: [String], for client: ClientIdentity) async throws {
-        let tags = Set(locales.compactMap { catalogLocale(serving: $0) ?? LocaleTag($0)?.description })
-        guard !tags.isEmpty else { return }
-        let now = clock.wallTime()
-        try await database.write { db in
-            for locale in tags {
-                try db.execute("UPDATE reservations SET last_used = ? WHERE uid = ? AND app_id = ? AND locale = ?", [.double(now), .int(Int64(client.uid)), .text(client.appID), .text(locale)])
-            }
-        }
-    }
-
     /// The catalog locale a reservation of `locale` is stored under: the best match among every
     /// catalog locale (`fr` for `fr-CA` when the catalog lists `fr`), or nil when none serves it.
     func catalogLocale(serving locale: String) -> String? {
@@ -114,8 +108,9 @@ extension AssetService {
 }
 
 extension AssetService {
-    /// A session of `client` uses `modules`: their reservations count as used now (expiry).
+    /// A session of `client` uses `modules`: their reservations count as used now (expiry). Never
+    /// waits for or fails on the database (``DeferredUses``).
     public func noteUse(of modules: [ModuleConfiguration], by client: ClientIdentity) async {
-        try? await touchReservations(modules.compactMap(\.locale), for: client)
+        await recordUse(ofReservations: modules.compactMap(\.locale), for: client, at: clock.wallTime())
     }
 }

@@ -107,6 +107,8 @@ public actor AssetService {
     var trustedKeys: [MinisignPublicKey] = []
     var jobs: [String: InstallJob] = [:]
     var leases: [String: Int] = [:]
+    /// Uses not written to the state database yet (a full disk): ``DeferredUses``.
+    var deferredUses = DeferredUses()
     /// Set by ``shutdown()``: interrupted jobs keep their rows so the next start resumes them.
     var shuttingDown = false
     let jobQueue: AsyncStream<InstallJob>
@@ -144,7 +146,7 @@ public actor AssetService {
         }
         for pending in try await pendingJobs() {
             log("resuming install of \(pending.entry.id)@\(pending.entry.version)")
-            _ = job(for: pending.entry, bandwidthLimit: pending.bandwidthLimit, isUpdate: pending.isUpdate)
+            _ = job(for: pending.entry, bandwidthLimit: pending.bandwidthLimit, isUpdate: pending.isUpdate, requestedBy: pending.requestedBy)
         }
     }
 
@@ -268,6 +270,15 @@ public actor AssetService {
             throw .unsupportedModule("\(own.id) (\(own.engine)) needs a voice activity detector asset, and no catalog lists one")
         }
         return [own, detector]
+    }
+
+    /// Every asset `modules` need, each once.
+    func requiredAssets(_ modules: [ModuleConfiguration]) throws(AssetError) -> [CatalogAsset] {
+        var assets: [CatalogAsset] = []
+        for module in modules {
+            for asset in try requiredAssets(module) where !assets.contains(where: { $0.id == asset.id }) { assets.append(asset) }
+        }
+        return assets
     }
 
     /// Installed versions of `assetID`, newest first.

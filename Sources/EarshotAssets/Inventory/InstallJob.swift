@@ -10,6 +10,9 @@ final class InstallJob: @unchecked Sendable {
     let bandwidthLimit: Int64?
     /// Update jobs are kept even when no reservation needs the asset.
     let isUpdate: Bool
+    /// Who started it (`timer`, `uid 1000`, `uid 1000 app org.example.a`): named in the log line
+    /// of the change it makes.
+    let requestedBy: String
     var key: String { "\(entry.id)@\(entry.version)" }
 
     /// Paces progress (the service's clock).
@@ -23,8 +26,9 @@ final class InstallJob: @unchecked Sendable {
     private var waiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
     private var outcome: Result<Void, AssetError>?
 
-    init(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool, clock: any ServiceClock) {
+    init(entry: CatalogAsset, bandwidthLimit: Int64?, isUpdate: Bool, requestedBy: String, clock: any ServiceClock) {
         self.entry = entry
+        self.requestedBy = requestedBy
         self.clock = clock
         self.bandwidthLimit = bandwidthLimit
         self.isUpdate = isUpdate

@@ -71,5 +71,24 @@ enum Schema {
             since REAL NOT NULL
         );
         """,
+        // 4: holds (an asset pinned at its installed version: updates skip it) with who asked,
+        // the last real update run (one row) for `earshotctl status`, and who asked for each
+        // unfinished job (named in its log line when a later start resumes it).
+        """
+        ALTER TABLE install_jobs ADD COLUMN requested_by TEXT;
+        CREATE TABLE held_assets (
+            id TEXT PRIMARY KEY,
+            version INTEGER NOT NULL,
+            since REAL NOT NULL,
+            held_by TEXT NOT NULL
+        );
+        CREATE TABLE update_runs (
+            slot INTEGER PRIMARY KEY CHECK (slot = 1),
+            finished_at REAL NOT NULL,
+            requested_by TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            summary TEXT NOT NULL
+        );
+        """,
     ]
 }

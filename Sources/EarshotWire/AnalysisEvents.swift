@@ -34,6 +34,8 @@ public struct AnalysisContextData: Codable, Sendable, Hashable {
     public var contextualStrings: [String: [String]]
     public init(contextualStrings: [String: [String]] = [:]) { self.contextualStrings = contextualStrings }
     enum CodingKeys: String, CodingKey { case contextualStrings = "contextual_strings" }
+    /// Every tag's strings, tags in name order.
+    public var allStrings: [String] { contextualStrings.keys.sorted().flatMap { contextualStrings[$0] ?? [] } }
 }
 
 /// Something a module of a session asked for that its engine does not do, reported instead of

@@ -97,6 +97,8 @@ protocol ResultReceiving: Sendable {
     func finishResults(_ error: (any Error)?)
     /// The daemon's report of what this module asks for that its engine does not do.
     func noteUnhonored(_ requests: [UnhonoredRequest])
+    /// The report last noted.
+    var unhonored: [UnhonoredRequest] { get }
 }
 
 /// Something a module asked for that the daemon's engine does not do (Earshot extension; see

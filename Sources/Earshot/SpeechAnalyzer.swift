@@ -306,14 +306,17 @@ public actor SpeechAnalyzer {
     }
 
     /// Hands each module the daemon's report of what its engine does not honour (replacing the
-    /// previous one) and writes the report to standard error.
+    /// previous one) and writes what is new in it to standard error.
     private func deliver(_ unhonored: [UnhonoredRequest]) {
         for (index, module) in modules.enumerated() {
-            (module as? any ResultReceiving)?.noteUnhonored(unhonored.filter { $0.module == index })
-        }
-        for request in unhonored where modules.indices.contains(request.module) {
-            let value = request.kind == .contextualString ? "contextual string \"\(request.value)\"" : "\(request.value)"
-            FileHandle.standardError.write(Data("Earshot: \(type(of: modules[request.module])): \(value) not honoured: \(request.reason)\n".utf8))
+            guard let receiver = module as? any ResultReceiving else { continue }
+            let previous = receiver.unhonored
+            let requests = unhonored.filter { $0.module == index }
+            receiver.noteUnhonored(requests)
+            for request in requests where !previous.contains(request) {
+                let value = request.kind == .contextualString ? "contextual string \"\(request.value)\"" : request.value
+                FileHandle.standardError.write(Data("Earshot: \(type(of: module)): \(value) not honoured: \(request.reason)\n".utf8))
+            }
         }
     }
 

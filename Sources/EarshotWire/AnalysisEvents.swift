@@ -44,14 +44,13 @@ public struct UnhonoredRequest: Codable, Sendable, Hashable {
     /// What kind of request it was.
     public enum Kind: String, Codable, Sendable, Hashable {
         case transcriptionOption = "transcription_option"
-        case contentHint = "content_hint"
         /// A word of the session's contextual strings.
         case contextualString = "contextual_string"
     }
     /// Index of the module in the session's module list.
     public var module: Int
     public var kind: Kind
-    /// The option or hint name, or the contextual word.
+    /// The option's name, or the contextual string or word.
     public var value: String
     /// Why it is not honoured.
     public var reason: String

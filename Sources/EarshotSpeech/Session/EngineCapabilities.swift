@@ -1,8 +1,9 @@
 import EarshotWire
 
-/// What each engine does with a module's transcription options, content hints and contextual
-/// strings, so that whatever it cannot honour is reported (``UnhonoredRequest``), never dropped
-/// silently.
+/// What each engine does with a module's transcription options and contextual strings, so that
+/// whatever it cannot honour is reported (``UnhonoredRequest``), never dropped silently. (Content
+/// hints are matched when the asset is chosen: an asset serves a module only if its catalog entry
+/// lists the module's hints.)
 enum EngineCapabilities {
     /// The requests of `configuration` (module `module`, served by `engine`) that the engine does
     /// not honour; `unusableWords` are the contextual words a PocketSphinx decoder could not use.
@@ -29,10 +30,7 @@ enum EngineCapabilities {
         let options = configuration.transcriptionOptions.filter { !honouredOptions.contains($0) }.map {
             UnhonoredRequest(module: module, kind: .transcriptionOption, value: $0, reason: optionReason($0, engine: name))
         }
-        let hints = configuration.contentHints.map {
-            UnhonoredRequest(module: module, kind: .contentHint, value: $0, reason: "\(name) does not adapt to content hints")
-        }
-        return options + hints + requests
+        return options + requests
     }
 
     private static func optionReason(_ option: String, engine: String) -> String {

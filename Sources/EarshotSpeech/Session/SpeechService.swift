@@ -219,8 +219,8 @@ public actor SpeechService {
     }
 
     /// What session `id`'s modules ask for that their engines do not do: transcription options
-    /// and content hints no engine implements, and contextual strings Whisper cannot take or
-    /// words PocketSphinx cannot use (empty for an unknown session).
+    /// the engine does not implement, contextual strings Whisper cannot take and words
+    /// PocketSphinx cannot use (empty for an unknown session).
     public func unhonored(_ id: String) -> [UnhonoredRequest] {
         guard let entry = sessions[id] else { return [] }
         return entry.plan.modules.enumerated().flatMap { index, module in

@@ -54,12 +54,12 @@ enum EspeakPronouncer {
         return word.allSatisfy { $0.isLetter || $0 == "'" || $0 == "-" }
     }
 
-    /// espeak-ng's phonemes of one clause (`'` `,` stress marks, names separated by `_`, words by
-    /// spaces) as CMU phones.
+    /// espeak-ng's phonemes of one clause (`'` `,` stress marks, `;` palatalization, names
+    /// separated by `_`, words by spaces) as CMU phones.
     static func cmuPhones(_ espeak: String) -> Result<[String], Failure> {
         var phones: [String] = []
         for name in espeak.split(whereSeparator: { $0 == separator || $0.isWhitespace }) {
-            let phoneme = String(name.drop(while: { stressMarks.contains($0) }))
+            let phoneme = String(name.drop(while: { marks.contains($0) }))
             guard !phoneme.isEmpty else { continue }
             guard let mapped = table[phoneme] else { return .failure(.unmappedPhoneme(phoneme)) }
             phones += mapped.split(separator: " ").map(String.init)
@@ -68,7 +68,8 @@ enum EspeakPronouncer {
     }
 
     private static let separator: Character = "_"
-    private static let stressMarks: Set<Character> = ["'", ",", "%", "="]
+    /// Stress and modifier marks, which the CMU phone set does not spell.
+    private static let marks: Set<Character> = ["'", ",", "%", "=", ";"]
     private static let lock = NSLock()
 
     /// espeak-ng set up once with its US English voice (guarded by `lock`).

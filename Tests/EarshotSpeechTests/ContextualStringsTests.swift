@@ -102,3 +102,16 @@ struct ContextualStringsTests {
                                              context: context, unusableWords: []).isEmpty)
     }
 }
+
+extension ContextualStringsTests {
+    /// A context is bounded: words beyond the thousandth distinct one are reported, not used.
+    @Test func contextsAreBoundedAtAThousandWords() async throws {
+        let words = try String(contentsOfFile: PocketSphinxFixtures.dictionary, encoding: .utf8).split(separator: "\n")
+            .compactMap { $0.split(separator: " ").first.map(String.init) }.filter { !$0.contains("(") && $0.allSatisfy(\.isLetter) }.prefix(1002)
+        let unhonored = try await onPocketSphinxThread {
+            let stream = PocketSphinxStream(try PocketSphinxDecoder(model: PocketSphinxFixtures.model()))
+            return try stream.setContext([words.joined(separator: " ")]).map(\.word)
+        }
+        #expect(unhonored == Array(words.suffix(2)))
+    }
+}

@@ -244,13 +244,19 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
     /// Builds and selects the contextual search for `context` (nothing for no phrases).
     private func installContextSearch() throws(PocketSphinxError) {
         guard !context.phrases.isEmpty else { return }
+        // sphinxbase reads models from files only. Private (0600, created anew): the phrases are
+        // often people's names.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-context-\(UUID().uuidString).arpa").path
+        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .callFailed(function: "creating \(file)", code: errno) }
+        defer { unlink(file) }
+        let written = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         do {
-            try Self.arpa(context.phrases).write(toFile: file, atomically: false, encoding: .utf8)
+            try written.write(contentsOf: Data(Self.arpa(context.phrases).utf8))
+            try written.close()
         } catch {
             throw .callFailed(function: "writing the contextual language model to \(file)", code: -1)
         }
-        defer { try? FileManager.default.removeItem(atPath: file) }
         guard let phraseModel = ngram_model_read(config, file, NGRAM_ARPA, ps_get_logmath(decoder)) else {
             throw .callFailed(function: "ngram_model_read(contextual phrases)", code: -1)
         }

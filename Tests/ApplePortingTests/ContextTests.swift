@@ -37,6 +37,11 @@ struct ContextTests {
         let unhonored = transcriber.unhonoredRequests
         #expect(unhonored.contains { $0.kind == .contextualString && $0.value == "r2-d2" }, "\(unhonored)")
         #expect(unhonored.filter { $0.kind == .transcriptionOption }.map(\.value) == ["emoji"], "\(unhonored)")
+        // The daemon logs the report, counting contextual words rather than naming them.
+        let log = try #require(Porting.daemon).child.stderr
+        #expect(log.contains("not honoured: module 0 transcription_option emoji"), "\(log)")
+        #expect(log.contains("module 0: 1 contextual string(s) or word(s)"), "\(log)")
+        #expect(!log.contains("r2-d2") && !log.contains("prudently"), "\(log)")
     }
 
     @Test func whisperReportsContextualStringsNotHonoured() async throws {

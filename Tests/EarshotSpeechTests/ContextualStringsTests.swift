@@ -115,3 +115,25 @@ extension ContextualStringsTests {
         #expect(unhonored == Array(words.suffix(2)))
     }
 }
+
+extension ContextualStringsTests {
+    /// Streaming (volatile results): a context that arrives during an utterance is used from the
+    /// next one; the open utterance keeps the model it started with.
+    @Test func aContextSetDuringAnUtteranceAppliesFromTheNext() async throws {
+        let samples = try PocketSphinxFixtures.librivox(Self.utterance)
+        let (during, next) = try await onPocketSphinxThread {
+            let stream = PocketSphinxStream(try PocketSphinxDecoder(model: PocketSphinxFixtures.model()))
+            func streamed(setting context: [String]? = nil) throws -> [String] {
+                try stream.startUtterance()
+                for start in stride(from: 0, to: samples.count, by: 1600) {
+                    try stream.process(Array(samples[start..<min(start + 1600, samples.count)]))
+                    if start == 16000, let context { try stream.setContext(context) }
+                }
+                return WordErrorRate.words(try stream.endUtterance(alternatives: 0).text)
+            }
+            return (try streamed(setting: ["Dashwood", "prudently"]), try streamed())
+        }
+        #expect(!during.contains("dashwood"), "\(during)")
+        #expect(next.contains("dashwood"), "\(next)")
+    }
+}

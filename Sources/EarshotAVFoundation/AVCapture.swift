@@ -51,7 +51,7 @@ public final class AVCaptureDevice: Sendable {
 
     /// Every source of the sound server (`$PULSE_SERVER`, else the default one), monitors
     /// included, in the server's order (Earshot extension). Throws ``AudioError`` when no server
-    /// answers; never starts one.
+    /// answers (within 5 s); never starts one.
     public static func soundServerDevices() async throws -> [AVCaptureDevice] {
         try await BlockingWork.run("earshot.sources") { () throws(AudioError) -> [AVCaptureDevice] in
             try SoundServerSources.list(application: ProcessInfo.processInfo.processName).map(AVCaptureDevice.init)

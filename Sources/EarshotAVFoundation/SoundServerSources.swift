@@ -14,8 +14,11 @@ package struct SoundServerSource: Sendable, Hashable {
 }
 
 /// Lists the sound server's sources through libpulse's asynchronous API on a private main loop.
-/// Blocking (one round trip to the server): call it on a dedicated thread.
+/// Blocking (one round trip to the server, at most ``timeout``): call it on a dedicated thread.
 package enum SoundServerSources {
+    /// How long a server may take to answer.
+    package static let timeout: Duration = .seconds(5)
+
     /// The sources of the server `$PULSE_SERVER` names (else the default one); never starts a
     /// server. Throws ``AudioError/unreadable(path:reason:)`` with the server's reason.
     package static func list(application: String) throws(AudioError) -> [SoundServerSource] {
@@ -25,25 +28,26 @@ package enum SoundServerSources {
         defer { pa_context_unref(context) }
         guard pa_context_connect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else { throw failure(context) }
         defer { pa_context_disconnect(context) }
+        let loop = Loop(mainloop: mainloop, context: context, deadline: .now + timeout)
         while true {
             let state = pa_context_get_state(context)
             if state == PA_CONTEXT_READY { break }
             if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw failure(context) }
-            guard pa_mainloop_iterate(mainloop, 1, nil) >= 0 else { throw failure(context) }
+            try loop.iterate()
         }
         let found = Found()
         let userdata = Unmanaged.passUnretained(found).toOpaque()
         try complete(pa_context_get_server_info(context, { _, info, userdata in
             guard let info, let userdata, let name = info.pointee.default_source_name else { return }
             Unmanaged<Found>.fromOpaque(userdata).takeUnretainedValue().defaultSource = String(cString: name)
-        }, userdata), mainloop, context)
+        }, userdata), loop)
         try complete(pa_context_get_source_info_list(context, { _, info, last, userdata in
             guard last == 0, let info, let userdata, let name = info.pointee.name else { return }
             let description = info.pointee.description.map { String(cString: $0) } ?? ""
             Unmanaged<Found>.fromOpaque(userdata).takeUnretainedValue().sources.append(
                 SoundServerSource(name: String(cString: name), description: description,
                                   isMonitor: info.pointee.monitor_of_sink != UInt32.max, isDefault: false))
-        }, userdata), mainloop, context)
+        }, userdata), loop)
         return withExtendedLifetime(found) {
             found.sources.map { source in
                 var source = source
@@ -59,13 +63,26 @@ package enum SoundServerSources {
         var sources: [SoundServerSource] = []
     }
 
-    /// Runs the main loop until `operation` is done.
-    private static func complete(_ operation: OpaquePointer?, _ mainloop: OpaquePointer, _ context: OpaquePointer) throws(AudioError) {
-        guard let operation else { throw failure(context) }
-        defer { pa_operation_unref(operation) }
-        while pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
-            guard pa_mainloop_iterate(mainloop, 1, nil) >= 0 else { throw failure(context) }
+    /// The main loop, run in steps of at most 0.1 s until a deadline.
+    private struct Loop {
+        let mainloop: OpaquePointer
+        let context: OpaquePointer
+        let deadline: ContinuousClock.Instant
+
+        /// One pass: waits up to 0.1 s for the server, then dispatches what arrived.
+        func iterate() throws(AudioError) {
+            guard ContinuousClock.now < deadline else { throw failure("no answer within \(SoundServerSources.timeout)") }
+            guard pa_mainloop_prepare(mainloop, 100_000) >= 0, pa_mainloop_poll(mainloop) >= 0, pa_mainloop_dispatch(mainloop) >= 0 else {
+                throw failure(context)
+            }
         }
+    }
+
+    /// Runs the main loop until `operation` is done.
+    private static func complete(_ operation: OpaquePointer?, _ loop: Loop) throws(AudioError) {
+        guard let operation else { throw failure(loop.context) }
+        defer { pa_operation_unref(operation) }
+        while pa_operation_get_state(operation) == PA_OPERATION_RUNNING { try loop.iterate() }
     }
 
     private static func failure(_ context: OpaquePointer) -> AudioError {

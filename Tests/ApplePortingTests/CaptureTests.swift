@@ -96,6 +96,26 @@ struct DeviceSelectionTests {
         #expect(Set(listed.compactMap { $0["name"] as? String }) == [SoundServer.source, SoundServer.quietSource], "\(cli.stdout)")
         #expect(listed.filter { $0["default"] as? Bool == true }.compactMap { $0["name"] as? String } == [SoundServer.source], "\(cli.stdout)")
     }
+
+    /// A server that accepts the connection and never answers makes the listing fail (after
+    /// `SoundServerSources.timeout`) instead of hanging.
+    @Test func aServerThatNeverAnswersIsAnErrorNotAHang() async throws {
+        let directory = try TempDirectory("esmute")
+        defer { directory.remove() }
+        let socket = directory.file("native")
+        let script = try directory.write("mute.py", """
+        import socket, sys, time
+        s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+        held = [s.accept() for _ in range(4)]
+        time.sleep(600)
+        """)
+        let server = try ChildProcess("/usr/bin/env", ["python3", script, socket], in: directory, name: "mute")
+        defer { Task { await server.stop() } }
+        try await TestDaemon.waitForSocket(socket, process: server)
+        let cli = try ChildProcess(BuiltProducts.path("earshot"), ["devices"], environment: ["PULSE_SERVER": "unix:" + socket], in: directory)
+        #expect(await CaptureTests.exitStatus(of: cli, timeout: .seconds(30)) == 1)
+        #expect(cli.stderr.contains("no answer within"), "\(cli.stderr)")
+    }
 }
 
 /// Choosing the microphone by name: the named source is the one recorded.

@@ -315,8 +315,8 @@ extension SpeechTranscriber: ResultReceiving {
 
     /// What this module asks for that the daemon's engine does not do — transcription options,
     /// contextual strings — as reported when analysis started and after each `setContext` or
-    /// `setModules` (Earshot extension; empty before analysis starts). What is new in a report is also written
-    /// to standard error.
+    /// `setModules` (Earshot extension; empty before analysis starts). What is new in a report
+    /// is also written to standard error.
     public var unhonoredRequests: [UnhonoredRequest] { unhonored }
 }
 
@@ -327,9 +327,9 @@ extension DictationTranscriber: ResultReceiving {
     var unhonored: [UnhonoredRequest] { channel.unhonored }
 
     /// What this module asks for that the daemon's engine does not do — `.punctuation`, `.emoji`,
-    /// `.etiquetteReplacements`, contextual words PocketSphinx cannot pronounce — as reported when analysis
-    /// started and after each `setContext` or `setModules` (Earshot extension; empty before
-    /// analysis starts). What is new in a report is also written to standard error.
+    /// `.etiquetteReplacements`, contextual words PocketSphinx cannot pronounce — as reported
+    /// when analysis started and after each `setContext` or `setModules` (Earshot extension;
+    /// empty before analysis starts). What is new in a report is also written to standard error.
     public var unhonoredRequests: [UnhonoredRequest] { unhonored }
 }
 

@@ -49,10 +49,9 @@ struct PocketSphinxContext {
         }
     }
 
-    /// Adds the pronounced words, then installs the phrases (call between utterances).
+    /// Adds the pronounced words and installs the phrases (call between utterances).
     func apply(to decoder: PocketSphinxDecoder) throws {
-        try decoder.addWords(additions)
-        try decoder.setContextualPhrases(phrases)
+        try decoder.setContextualPhrases(phrases, adding: additions)
     }
 
     private mutating func usable(_ word: String, decoder: PocketSphinxDecoder, distinct: Int) -> Bool {

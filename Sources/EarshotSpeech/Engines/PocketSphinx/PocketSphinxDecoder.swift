@@ -35,11 +35,16 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
     private let config: OpaquePointer
     private let argumentVector: PocketSphinxArgumentVector
     private let lock = NSLock()
-    /// The search `ps_init` made from the model's language model.
+    /// The search `ps_init` made from the model's language model, and that model (a reference of
+    /// our own: the search is freed while a contextual one replaces it).
     private let baseSearch: String
+    private let baseModel: OpaquePointer
     // Guarded by `lock`.
     /// Contextual phrases and their weight; their search is selected while `phrases` is not empty.
     private var context: (phrases: [[String]], weight: Double) = ([], defaultContextWeight)
+    /// The selected search: the base one, or a contextual one (only one exists at a time).
+    private var currentSearch: String
+    private var contextSearches = 0
     private var inUtterance = false
     private var samplesInUtterance = 0
     private var scratch: [Int16] = []
@@ -57,17 +62,26 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
             cmd_ln_free_r(config)
             throw .decoderCreationFailed(model)
         }
+        let baseSearch = ps_get_search(decoder).map { String(cString: $0) } ?? "_default"
+        guard let baseModel = ps_get_lm(decoder, baseSearch).flatMap(ngram_model_retain) else {
+            ps_free(decoder)
+            cmd_ln_free_r(config)
+            throw .decoderCreationFailed(model)
+        }
         self.model = model
         self.argumentVector = argumentVector
         self.config = config
         self.decoder = decoder
-        baseSearch = ps_get_search(decoder).map { String(cString: $0) } ?? "_default"
+        self.baseSearch = baseSearch
+        self.baseModel = baseModel
+        currentSearch = baseSearch
         frameRate = max(1, cmd_ln_int_r(config, "-frate"))
         LiveObjects.created("PocketSphinxDecoder")
     }
 
     deinit {
         ps_free(decoder)
+        ngram_model_free(baseModel)
         cmd_ln_free_r(config)
         // ~95 MB in many small blocks, freed into the arena of the thread that loaded them.
         MemoryReclaim.afterRelease()
@@ -156,7 +170,16 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard !inUtterance else { throw .utteranceInProgress }
+        let additions = try plannedAdditions(entries)
+        guard !additions.isEmpty else { return 0 }
+        let hadContext = currentSearch != baseSearch
+        try add(additions)
+        if hadContext { try installContextSearch() }
+        return additions.count
+    }
 
+    /// The dictionary entries `entries` need: new words, or numbered variants of known ones.
+    private func plannedAdditions(_ entries: [(word: String, phones: String)]) throws(PocketSphinxError) -> [(entry: String, phones: String)] {
         // 1. Check words and phones.
         var checked: [(word: String, phones: String)] = []
         for (word, phones) in entries {
@@ -175,42 +198,48 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
             planned[word, default: []].append(phones)
         }
 
-        // 3. Add them, rebuilding the search after the last one (every one when the phone set
-        // is unknown, since a pronunciation may then still be refused midway). ps_add_word adds
-        // to every n-gram search, and sphinxbase's model sets add the wrong word to their
-        // submodels, so the contextual search goes first and is rebuilt afterwards.
-        guard !additions.isEmpty else { return 0 }
-        removeContextSearch()
+        return additions
+    }
+
+    /// Adds dictionary entries on the base search, rebuilding it after the last one (every one
+    /// when the phone set is unknown, since a pronunciation may then still be refused midway).
+    /// ps_add_word adds to every n-gram search, and sphinxbase's model sets add the wrong word to
+    /// their submodels, so a contextual search is replaced by the base one first.
+    private func add(_ additions: [(entry: String, phones: String)]) throws(PocketSphinxError) {
+        guard !additions.isEmpty else { return }
+        try selectBaseSearch()
         let updateEach = model.phones == nil
         for (index, addition) in additions.enumerated() {
             let update: Int32 = updateEach || index == additions.count - 1 ? 1 : 0
             let id = ps_add_word(decoder, addition.entry, addition.phones, update)
             guard id >= 0 else { throw .callFailed(function: "ps_add_word(\(addition.entry))", code: id) }
         }
-        try installContextSearch()
-        return additions.count
     }
 
     /// How much of the language-model probability the contextual phrases get by default.
     public static let defaultContextWeight = 0.1
 
-    /// Biases recognition towards `phrases`, each a sequence of words the dictionary has (add
-    /// missing ones with ``addWords(_:)`` first): a small n-gram model of the phrases (their words
+    /// Biases recognition towards `phrases`, each a sequence of words the dictionary has or
+    /// `newWords` adds (as ``addWords(_:)`` does): a small n-gram model of the phrases (their words
     /// uniformly, and each word followed by the next inside a phrase) is interpolated with the base
-    /// model, `weight` to `1 − weight` (an `ngram_model_set`, searched as its own n-gram search).
+    /// model, `weight` to `1 − weight` (an `ngram_model_set`, searched in place of the base search).
     /// Words outside the phrases keep `1 − weight` of their base probability; a phrase word gets at
     /// least `weight / (words + 1)` wherever it appears. An empty list returns to the base model.
-    /// Call between utterances; the search is rebuilt (~0.2 s). Words added later keep the phrases.
-    public func setContextualPhrases(_ phrases: [[String]], weight: Double = defaultContextWeight) throws(PocketSphinxError) {
+    /// Call between utterances; the search is rebuilt (~0.4 s, twice when words are added). Words
+    /// added later keep the phrases.
+    public func setContextualPhrases(_ phrases: [[String]], adding newWords: [(word: String, phones: String)] = [],
+                                     weight: Double = defaultContextWeight) throws(PocketSphinxError) {
         lock.lock()
         defer { lock.unlock() }
         guard !inUtterance else { throw .utteranceInProgress }
         guard weight > 0, weight < 1 else { throw .invalidOption("the contextual weight must be between 0 and 1 (exclusive)") }
+        let additions = try plannedAdditions(newWords)
         let phrases = phrases.filter { !$0.isEmpty }
-        for word in phrases.joined() where lookUp(word) == nil {
+        let adding = Set(newWords.map(\.word))
+        for word in phrases.joined() where !adding.contains(word) && lookUp(word) == nil {
             throw .invalidWord(word, reason: "not in the dictionary")
         }
-        removeContextSearch()
+        try add(additions)
         context = (phrases, weight)
         try installContextSearch()
     }
@@ -232,18 +261,26 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
 
     // MARK: - Internals (called with `lock` held)
 
-    private static let contextSearch = "earshot-context"
-
-    /// Back to the base search; the contextual one is freed.
-    private func removeContextSearch() {
-        guard let current = ps_get_search(decoder), String(cString: current) == Self.contextSearch else { return }
-        _ = ps_set_search(decoder, baseSearch)
-        _ = ps_unset_search(decoder, Self.contextSearch)
+    /// Selects a new n-gram search on `model` named `name`, then frees the one it replaces (one
+    /// search's lexicon tree is ~70 MB with the US English dictionary).
+    private func selectSearch(_ name: String, on model: OpaquePointer) throws(PocketSphinxError) {
+        let code = ps_set_lm(decoder, name, model)
+        guard code >= 0 else { throw .callFailed(function: "ps_set_lm(\(name))", code: code) }
+        let selected = ps_set_search(decoder, name)
+        guard selected >= 0 else { throw .callFailed(function: "ps_set_search(\(name))", code: selected) }
+        if currentSearch != name { _ = ps_unset_search(decoder, currentSearch) }
+        currentSearch = name
     }
 
-    /// Builds and selects the contextual search for `context` (nothing for no phrases).
+    /// The base search, rebuilt if a contextual one replaced it.
+    private func selectBaseSearch() throws(PocketSphinxError) {
+        guard currentSearch != baseSearch else { return }
+        try selectSearch(baseSearch, on: baseModel)
+    }
+
+    /// Builds and selects the contextual search for `context` (the base search for no phrases).
     private func installContextSearch() throws(PocketSphinxError) {
-        guard !context.phrases.isEmpty else { return }
+        guard !context.phrases.isEmpty else { return try selectBaseSearch() }
         // sphinxbase reads models from files only. Private (0600, created anew): the phrases are
         // often people's names.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-context-\(UUID().uuidString).arpa").path
@@ -260,12 +297,8 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         guard let phraseModel = ngram_model_read(config, file, NGRAM_ARPA, ps_get_logmath(decoder)) else {
             throw .callFailed(function: "ngram_model_read(contextual phrases)", code: -1)
         }
-        guard let base = ps_get_lm(decoder, baseSearch) else {
-            ngram_model_free(phraseModel)
-            throw .callFailed(function: "ps_get_lm(\(baseSearch))", code: -1)
-        }
         // The set owns its submodels: it takes the phrase model and a reference to the base one.
-        var models: [OpaquePointer?] = [ngram_model_retain(base), phraseModel]
+        var models: [OpaquePointer?] = [ngram_model_retain(baseModel), phraseModel]
         var weights: [Float] = [Float(1 - context.weight), Float(context.weight)]
         let set = Self.withCStrings(["base", "context"]) { ngram_model_set_init(config, &models, $0, &weights, 2) }
         guard let set else {
@@ -274,10 +307,9 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         }
         // The search keeps its own reference.
         defer { ngram_model_free(set) }
-        let code = ps_set_lm(decoder, Self.contextSearch, set)
-        guard code >= 0 else { throw .callFailed(function: "ps_set_lm(\(Self.contextSearch))", code: code) }
-        let selected = ps_set_search(decoder, Self.contextSearch)
-        guard selected >= 0 else { throw .callFailed(function: "ps_set_search(\(Self.contextSearch))", code: selected) }
+        // Two names in turn: a search is never replaced while it is the selected one.
+        contextSearches += 1
+        try selectSearch("earshot-context-\(contextSearches % 2)", on: set)
     }
 
     /// An ARPA model of `phrases`: uniform unigrams over their words and `</s>`; each word followed

@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev"])]),
         systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         systemLibrary("CPocketSphinx", pkgConfig: "pocketsphinx", apt: "libpocketsphinx-dev"),
+        // Pronunciations of contextual words missing from the PocketSphinx dictionary.
+        systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         // Installed from the PyPI wheel sherpa-onnx-core by Scripts/setup.sh (sherpa-onnx.pc).
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
         // glibc's <malloc.h> (part of libc; nothing to link).
@@ -45,7 +47,7 @@ let package = Package(
         ], exclude: ["README.md"]),
         .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"], exclude: ["README.md"]),
         .target(name: "EarshotSpeech", dependencies: [
-            "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CSherpaOnnx",
+            "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CSherpaOnnx", "CEspeakNG",
         ], exclude: ["README.md"]),
         .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [

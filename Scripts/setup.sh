@@ -17,8 +17,9 @@ APT_PACKAGES=(
   # C libraries we link (one system-library target each)
   libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libarchive-dev libssl-dev
   libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev libmicrohttpd-dev
-  libavformat-dev libavcodec-dev libswresample-dev libpulse-dev
-  # models and test speech (espeak-ng speaks the multilingual test sentences)
+  libavformat-dev libavcodec-dev libswresample-dev libpulse-dev libespeak-ng-dev
+  # models and test speech (espeak-ng speaks the multilingual test sentences; its library
+  # pronounces contextual words the PocketSphinx dictionary lacks)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng
   # tools the tests drive for real
   systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils

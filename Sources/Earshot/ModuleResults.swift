@@ -72,10 +72,16 @@ public struct ModuleResults<Result: Sendable>: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncThrowingStream<Result, any Error>.AsyncIterator { stream.makeAsyncIterator() }
 }
 
-/// Where an analyzer delivers a module's results.
+/// Where an analyzer delivers a module's results (and what its engine does not honour).
 final class ResultChannel<Result: Sendable>: Sendable {
     let stream: AsyncThrowingStream<Result, any Error>
     private let continuation: AsyncThrowingStream<Result, any Error>.Continuation
+    private let unhonoredBox = UnhonoredBox()
+    /// The daemon's latest report for this module.
+    var unhonored: [UnhonoredRequest] {
+        get { unhonoredBox.value }
+        set { unhonoredBox.value = newValue }
+    }
 
     init() {
         (stream, continuation) = AsyncThrowingStream.makeStream(of: Result.self, throwing: (any Error).self)
@@ -89,4 +95,22 @@ final class ResultChannel<Result: Sendable>: Sendable {
 protocol ResultReceiving: Sendable {
     func receive(_ result: AnalyzerResult)
     func finishResults(_ error: (any Error)?)
+    /// The daemon's report of what this module asks for that its engine does not do.
+    func noteUnhonored(_ requests: [UnhonoredRequest])
+    /// The report last noted.
+    var unhonored: [UnhonoredRequest] { get }
+}
+
+/// Something a module asked for that the daemon's engine does not do (Earshot extension; see
+/// `SpeechTranscriber.unhonoredRequests`).
+public typealias UnhonoredRequest = EarshotWire.UnhonoredRequest
+
+/// A lock-protected report.
+final class UnhonoredBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [UnhonoredRequest] = []
+    var value: [UnhonoredRequest] {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
 }

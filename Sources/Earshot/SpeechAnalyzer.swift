@@ -113,21 +113,25 @@ public actor SpeechAnalyzer {
     /// Replaces the modules. During analysis the new modules analyse audio from now on; modules
     /// no longer in the list stop, and their results end.
     public func setModules(_ newModules: [any SpeechModule]) async throws {
+        var unhonored: [UnhonoredRequest]?
         if let (connection, id) = try await liveSession() {
-            _ = try await connection.request(AnalyzerControl(session: id, action: "set-modules", modules: newModules.map(\.moduleConfiguration)),
-                                             expecting: AnalyzerControlDone.self)
+            let reply = try await connection.request(AnalyzerControl(session: id, action: "set-modules", modules: newModules.map(\.moduleConfiguration)),
+                                                     expecting: AnalyzerControlDone.self)
             let kept = Set(newModules.map { ObjectIdentifier($0 as AnyObject) })
             for module in modules where !kept.contains(ObjectIdentifier(module as AnyObject)) {
                 (module as? any ResultReceiving)?.finishResults(nil)
             }
+            unhonored = reply.unhonored ?? []
         }
         modules = newModules
+        if let unhonored { deliver(unhonored) }
     }
 
     /// Sets the context (contextual strings) for the analysis from now on.
     public func setContext(_ newContext: AnalysisContext) async throws {
         if let (connection, id) = try await liveSession() {
-            _ = try await connection.request(AnalyzerControl(session: id, action: "set-context", context: newContext.wire), expecting: AnalyzerControlDone.self)
+            let reply = try await connection.request(AnalyzerControl(session: id, action: "set-context", context: newContext.wire), expecting: AnalyzerControlDone.self)
+            deliver(reply.unhonored ?? [])
         }
         context = newContext
     }
@@ -286,6 +290,7 @@ public actor SpeechAnalyzer {
             expecting: AnalyzerOpened.self)
         self.connection = connection
         sessionID = reply.session
+        deliver(reply.unhonored)
         // One task handles the session's events in arrival order: a task per frame could run
         // `finished` before the last results and drop them.
         let (events, sink) = AsyncStream.makeStream(of: Frame.self)
@@ -298,6 +303,21 @@ public actor SpeechAnalyzer {
             }
         }
         return (connection, reply.session)
+    }
+
+    /// Hands each module the daemon's report of what its engine does not honour (replacing the
+    /// previous one) and writes what is new in it to standard error.
+    private func deliver(_ unhonored: [UnhonoredRequest]) {
+        for (index, module) in modules.enumerated() {
+            guard let receiver = module as? any ResultReceiving else { continue }
+            let previous = receiver.unhonored
+            let requests = unhonored.filter { $0.module == index }
+            receiver.noteUnhonored(requests)
+            for request in requests where !previous.contains(request) {
+                let value = request.kind == .contextualString ? "contextual string \"\(request.value)\"" : request.value
+                FileHandle.standardError.write(Data("Earshot: \(type(of: module)): \(value) not honoured: \(request.reason)\n".utf8))
+            }
+        }
     }
 
     private func handle(_ frame: Frame) {

@@ -310,14 +310,32 @@ public final class SpeechDetector: SpeechModule {
 extension SpeechTranscriber: ResultReceiving {
     func receive(_ result: AnalyzerResult) { channel.yield(Result(result)) }
     func finishResults(_ error: (any Error)?) { channel.finish(error) }
+    func noteUnhonored(_ requests: [UnhonoredRequest]) { channel.unhonored = requests }
+    var unhonored: [UnhonoredRequest] { channel.unhonored }
+
+    /// What this module asks for that the daemon's engine does not do — transcription options,
+    /// contextual strings — as reported when analysis started and after each `setContext` or
+    /// `setModules` (Earshot extension; empty before analysis starts). What is new in a report
+    /// is also written to standard error.
+    public var unhonoredRequests: [UnhonoredRequest] { unhonored }
 }
 
 extension DictationTranscriber: ResultReceiving {
     func receive(_ result: AnalyzerResult) { channel.yield(Result(result)) }
     func finishResults(_ error: (any Error)?) { channel.finish(error) }
+    func noteUnhonored(_ requests: [UnhonoredRequest]) { channel.unhonored = requests }
+    var unhonored: [UnhonoredRequest] { channel.unhonored }
+
+    /// What this module asks for that the daemon's engine does not do — `.punctuation`, `.emoji`,
+    /// `.etiquetteReplacements`, contextual words PocketSphinx cannot pronounce — as reported
+    /// when analysis started and after each `setContext` or `setModules` (Earshot extension;
+    /// empty before analysis starts). What is new in a report is also written to standard error.
+    public var unhonoredRequests: [UnhonoredRequest] { unhonored }
 }
 
 extension SpeechDetector: ResultReceiving {
     func receive(_ result: AnalyzerResult) { channel.yield(DetectionResult(result)) }
     func finishResults(_ error: (any Error)?) { channel.finish(error) }
+    func noteUnhonored(_ requests: [UnhonoredRequest]) {}
+    var unhonored: [UnhonoredRequest] { [] }
 }

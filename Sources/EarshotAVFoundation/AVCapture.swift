@@ -1,5 +1,6 @@
 import CPulse
 import EarshotAudio
+import EarshotSystem
 import Foundation
 
 /// An audio input device (AVFoundation's `AVCaptureDevice`): a source of the sound server
@@ -19,17 +20,65 @@ public final class AVCaptureDevice: Sendable {
     /// The source's name on the sound server (`pactl list sources short`); empty for the default.
     public let uniqueID: String
     public let localizedName: String
+    /// Whether the source is a sink's monitor (what an output plays) rather than an input
+    /// (Earshot extension; ``soundServerDevices()`` lists monitors, discovery does not).
+    public let isMonitor: Bool
+    /// Whether the source is the sound server's default one, as listed (Earshot extension).
+    public let isSoundServerDefault: Bool
 
     /// The sound server's source named `uniqueID` (not checked until capture starts).
     public init?(uniqueID: String) {
         guard !uniqueID.isEmpty else { return nil }
         self.uniqueID = uniqueID
         localizedName = uniqueID
+        isMonitor = false
+        isSoundServerDefault = false
     }
 
     private init() {
         uniqueID = ""
         localizedName = "Default source"
+        isMonitor = false
+        isSoundServerDefault = true
+    }
+
+    private init(_ source: SoundServerSource) {
+        uniqueID = source.name
+        localizedName = source.description.isEmpty ? source.name : source.description
+        isMonitor = source.isMonitor
+        isSoundServerDefault = source.isDefault
+    }
+
+    /// Every source of the sound server (`$PULSE_SERVER`, else the default one), monitors
+    /// included, in the server's order (Earshot extension). Throws ``AudioError`` when no server
+    /// answers (within 5 s); never starts one.
+    public static func soundServerDevices() async throws -> [AVCaptureDevice] {
+        try await BlockingWork.run("earshot.sources") { () throws(AudioError) -> [AVCaptureDevice] in
+            try SoundServerSources.list(application: ProcessInfo.processInfo.processName).map(AVCaptureDevice.init)
+        }
+    }
+
+    /// Finds capture devices (AVFoundation's `AVCaptureDevice.DiscoverySession`): the sound
+    /// server's input sources (not monitors) for `.microphone` and `.audio`.
+    public final class DiscoverySession: Sendable {
+        private let wantsMicrophones: Bool
+
+        public init(deviceTypes: [DeviceType], mediaType: AVMediaType?, position: Position) {
+            wantsMicrophones = deviceTypes.contains(.microphone) && (mediaType == nil || mediaType == .audio)
+        }
+
+        /// The devices found, asked of the server on each read (blocking for one round trip;
+        /// from async code prefer ``AVCaptureDevice/soundServerDevices()``). Empty when no server
+        /// answers, with the reason on standard error.
+        public var devices: [AVCaptureDevice] {
+            guard wantsMicrophones else { return [] }
+            do {
+                return try SoundServerSources.list(application: ProcessInfo.processInfo.processName).filter { !$0.isMonitor }.map(AVCaptureDevice.init)
+            } catch {
+                FileHandle.standardError.write(Data("Earshot: AVCaptureDevice.DiscoverySession: \(error)\n".utf8))
+                return []
+            }
+        }
     }
 
     /// The sound server's default source (`$PULSE_SOURCE` when set) for `.audio`; nil for other media.

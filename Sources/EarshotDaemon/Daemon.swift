@@ -98,7 +98,7 @@ public struct Daemon: Sendable {
         let errors = ErrorMap(logger: logger, metrics: metrics)
         let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
-                                    speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors), errors: errors)
+                                    speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors, logger: logger), errors: errors)
         let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
         let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec"),
                                                   frameTimeout: config.seconds("Limits.HandshakeTimeoutSec"), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)

@@ -9,6 +9,8 @@ struct SpeechHarness: Sendable {
     let speech: SpeechService
     let coordinator: AnalysisCoordinator
     let errors: ErrorMap
+    /// Where requests a session's engines do not honour are logged (nil: not logged).
+    var logger: Logger?
 
     var routes: [Route] {
         let harness = self
@@ -19,7 +21,8 @@ struct SpeechHarness: Sendable {
                 let session = try await harness.coordinator.open(request.modules, options: request.options, context: request.context, for: context.client) { id, event in
                     if let frame = harness.frame(for: event, session: id, connection: connection) { channel.post(frame) }
                 }
-                return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k]))]
+                let unhonored = await harness.unhonored(session, uid: context.peer.uid)
+                return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k], unhonored: unhonored))]
             },
             .on(AnalyzerAudio.self) { audio, call, context in
                 guard await harness.coordinator.feed(call.frame.payload, format: AudioFormatSpec(rate: audio.rate, width: audio.width, channels: audio.channels),
@@ -30,7 +33,9 @@ struct SpeechHarness: Sendable {
             },
             .on(AnalyzerControl.self) { control, _, context in
                 let last = try await harness.coordinator.control(try Self.control(control), session: control.session, of: context.connectionID)
-                return [try Frame(AnalyzerControlDone(id: control.id, session: control.session, lastSampleTime: last))]
+                let changesRequests = control.action == "set-context" || control.action == "set-modules"
+                let unhonored = changesRequests ? await harness.unhonored(control.session, uid: context.peer.uid) : nil
+                return [try Frame(AnalyzerControlDone(id: control.id, session: control.session, lastSampleTime: last, unhonored: unhonored))]
             },
             .on(StatsRequest.self) { request, _, _ in
                 let stats = await harness.speech.stats()
@@ -46,6 +51,20 @@ struct SpeechHarness: Sendable {
                 [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await harness.speech.endRetention(uid: context.peer.uid)))]
             },
         ] + WyomingTranscriber(coordinator: coordinator).routes
+    }
+
+    /// What session `session`'s modules ask for that their engines do not do, logged in one line
+    /// at info priority (`EARSHOT_SESSION`, `EARSHOT_UNHONORED`). Contextual words are counted, not
+    /// named: they are often people's names.
+    func unhonored(_ session: String, uid: UInt32) async -> [UnhonoredRequest] {
+        let requests = await speech.unhonored(session)
+        guard !requests.isEmpty else { return requests }
+        let named = requests.filter { $0.kind != .contextualString }.map { "module \($0.module) \($0.kind.rawValue) \($0.value): \($0.reason)" }
+        let words = requests.filter { $0.kind == .contextualString }
+        let counted = Dictionary(grouping: words, by: \.module).sorted { $0.key < $1.key }.map { "module \($0.key): \($0.value.count) contextual string(s) or word(s)" }
+        let summary = (named + counted).joined(separator: "; ")
+        logger?.info("session \(session) of uid \(uid): not honoured: \(summary)", ["EARSHOT_SESSION": session, "EARSHOT_UNHONORED": summary])
+        return requests
     }
 
     /// The coordinator's control for an `earshot.analyzer.control` request (or `badRequest`).

@@ -1,3 +1,4 @@
+import CEspeakNG
 import CPocketSphinx
 import CSherpaOnnx
 import EarshotSystem
@@ -11,6 +12,8 @@ public enum SpeechLibraries {
             LinkedLibrary.identify(sharedObject: "libpocketsphinx.so", name: "pocketsphinx"),
             LinkedLibrary(name: "sherpa-onnx", version: String(cString: SherpaOnnxGetVersionStr())),
             LinkedLibrary(name: "onnxruntime", version: OrtGetApiBase().pointee.GetVersionString().map { String(cString: $0) } ?? "unknown"),
+            // espeak_Info reads nothing but a static string (no initialization needed).
+            LinkedLibrary(name: "espeak-ng", version: espeak_Info(nil).map { String(cString: $0) } ?? "unknown"),
         ]
     }
 }

@@ -34,6 +34,32 @@ public struct AnalysisContextData: Codable, Sendable, Hashable {
     public var contextualStrings: [String: [String]]
     public init(contextualStrings: [String: [String]] = [:]) { self.contextualStrings = contextualStrings }
     enum CodingKeys: String, CodingKey { case contextualStrings = "contextual_strings" }
+    /// Every tag's strings, tags in name order.
+    public var allStrings: [String] { contextualStrings.keys.sorted().flatMap { contextualStrings[$0] ?? [] } }
+}
+
+/// Something a module of a session asked for that its engine does not do, reported instead of
+/// silently dropped (Earshot extension: Apple's modules have no such report).
+public struct UnhonoredRequest: Codable, Sendable, Hashable {
+    /// What kind of request it was.
+    public enum Kind: String, Codable, Sendable, Hashable {
+        case transcriptionOption = "transcription_option"
+        /// A word of the session's contextual strings.
+        case contextualString = "contextual_string"
+    }
+    /// Index of the module in the session's module list.
+    public var module: Int
+    public var kind: Kind
+    /// The option's name, or the contextual string or word.
+    public var value: String
+    /// Why it is not honoured.
+    public var reason: String
+    public init(module: Int, kind: Kind, value: String, reason: String) {
+        self.module = module
+        self.kind = kind
+        self.value = value
+        self.reason = reason
+    }
 }
 
 /// A PCM format the analyzer accepts.
@@ -82,12 +108,22 @@ public struct AnalyzerOpened: WireEvent, Hashable {
     public var session: String
     /// Best first.
     public var audioFormats: [AudioFormatSpec]
-    public init(id: String?, session: String, audioFormats: [AudioFormatSpec]) {
+    /// What the modules asked for that their engines do not do (empty: everything is honoured).
+    public var unhonored: [UnhonoredRequest]
+    public init(id: String?, session: String, audioFormats: [AudioFormatSpec], unhonored: [UnhonoredRequest] = []) {
         self.id = id
         self.session = session
         self.audioFormats = audioFormats
+        self.unhonored = unhonored
     }
-    enum CodingKeys: String, CodingKey { case id, session, audioFormats = "audio_formats" }
+    enum CodingKeys: String, CodingKey { case id, session, audioFormats = "audio_formats", unhonored }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decodeIfPresent(String.self, forKey: .id)
+        session = try c.decode(String.self, forKey: .session)
+        audioFormats = try c.decode([AudioFormatSpec].self, forKey: .audioFormats)
+        unhonored = try c.decodeIfPresent([UnhonoredRequest].self, forKey: .unhonored) ?? []
+    }
 }
 
 /// `earshot.analyzer.audio`: PCM in the payload, in the session's format. `start` places it on the
@@ -151,12 +187,16 @@ public struct AnalyzerControlDone: WireEvent, Hashable {
     public var session: String
     /// The time of the last sample consumed so far, if any.
     public var lastSampleTime: WireTime?
-    public init(id: String?, session: String, lastSampleTime: WireTime?) {
+    /// `set-context` and `set-modules`: what the session's modules now ask for that their engines
+    /// do not do (the whole list, replacing the one reported before).
+    public var unhonored: [UnhonoredRequest]?
+    public init(id: String?, session: String, lastSampleTime: WireTime?, unhonored: [UnhonoredRequest]? = nil) {
         self.id = id
         self.session = session
         self.lastSampleTime = lastSampleTime
+        self.unhonored = unhonored
     }
-    enum CodingKeys: String, CodingKey { case id, session, lastSampleTime = "last_sample_time" }
+    enum CodingKeys: String, CodingKey { case id, session, lastSampleTime = "last_sample_time", unhonored }
 }
 
 /// A run of text with its audio time range and confidence, when asked for.

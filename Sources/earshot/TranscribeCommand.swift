@@ -96,7 +96,8 @@ enum TranscribeCommand {
     static func makeModule(_ kind: AssetKind, locale: Locale, volatile: Bool, translate: Bool) -> any SpeechModule {
         switch kind {
         case .dictation:
-            DictationTranscriber(locale: locale, contentHints: [], transcriptionOptions: [.punctuation], reportingOptions: volatile ? [.volatileResults] : [],
+            // No `.punctuation`: PocketSphinx has none, and the daemon would report it unhonoured.
+            DictationTranscriber(locale: locale, contentHints: [], transcriptionOptions: [], reportingOptions: volatile ? [.volatileResults] : [],
                                  attributeOptions: [.audioTimeRange, .transcriptionConfidence])
         default:
             SpeechTranscriber(locale: locale, transcriptionOptions: translate ? [.translateToEnglish] : [], reportingOptions: volatile ? [.volatileResults] : [],

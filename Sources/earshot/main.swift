@@ -25,6 +25,8 @@ let usage = """
                                               transcribe raw s16le PCM from stdin as it arrives
       transcribe --mic [--device SOURCE]      transcribe the microphone (PulseAudio/PipeWire source;
                                               volatile text in place on a terminal; Ctrl-C finalizes)
+      devices                                 the sound server's sources (name, description, default,
+                                              monitor), the SOURCE names --device takes; needs no daemon
     """
 
 let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
@@ -51,6 +53,16 @@ func localeArgument() -> String {
         exit(ExitCode.failure.rawValue)
     }
     return arguments.positional[1]
+}
+
+if command == "devices" {
+    do {
+        try await DevicesCommand.run(json: json)
+        exit(ExitCode.success.rawValue)
+    } catch {
+        Output.error("earshot", "\(error)")
+        exit(ExitCode.failure.rawValue)
+    }
 }
 
 do {

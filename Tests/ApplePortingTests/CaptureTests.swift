@@ -74,3 +74,92 @@ final class FeederBox: @unchecked Sendable {
         set { lock.withLock { stored = newValue } }
     }
 }
+
+/// Choosing the microphone: the sound server's sources are listed (discovery, the Linux listing
+/// and `earshot devices`), on a real PulseAudio server with two sources.
+@Suite(.serialized, .enabled(if: SoundServer.present, "needs PulseAudio (run Scripts/setup.sh)"))
+struct DeviceSelectionTests {
+    @Test func soundServerSourcesAreListed() async throws {
+        let sound = try await SoundServer()
+        defer { Task { await sound.stop() } }
+        setenv("PULSE_SERVER", sound.server, 1)
+        let discovered = AVCaptureDevice.DiscoverySession(deviceTypes: [.microphone], mediaType: .audio, position: .unspecified).devices
+        #expect(Set(discovered.map(\.uniqueID)) == [SoundServer.source, SoundServer.quietSource], "\(discovered.map(\.uniqueID))")
+        let all = try await AVCaptureDevice.soundServerDevices()
+        #expect(all.filter(\.isSoundServerDefault).map(\.uniqueID) == [SoundServer.source])
+        #expect(all.contains { $0.uniqueID == SoundServer.quietSource && !$0.isMonitor })
+
+        // Reaped by `exitStatus(of:timeout:)`: Foundation's `Process` misses exits here.
+        let cli = try ChildProcess(BuiltProducts.path("earshot"), ["devices", "--json"], environment: ["PULSE_SERVER": sound.server], in: sound.directory)
+        #expect(await CaptureTests.exitStatus(of: cli, timeout: .seconds(30)) == 0, "\(cli.stderr)")
+        let listed = try JSONSerialization.jsonObject(with: Data(cli.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(Set(listed.compactMap { $0["name"] as? String }) == [SoundServer.source, SoundServer.quietSource], "\(cli.stdout)")
+        #expect(listed.filter { $0["default"] as? Bool == true }.compactMap { $0["name"] as? String } == [SoundServer.source], "\(cli.stdout)")
+    }
+
+    /// A server that accepts the connection and never answers makes the listing fail (after
+    /// `SoundServerSources.timeout`) instead of hanging.
+    @Test func aServerThatNeverAnswersIsAnErrorNotAHang() async throws {
+        let directory = try TempDirectory("esmute")
+        defer { directory.remove() }
+        let socket = directory.file("native")
+        let script = try directory.write("mute.py", """
+        import socket, sys, time
+        s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+        held = [s.accept() for _ in range(4)]
+        time.sleep(600)
+        """)
+        let server = try ChildProcess("/usr/bin/env", ["python3", script, socket], in: directory, name: "mute")
+        defer { Task { await server.stop() } }
+        try await TestDaemon.waitForSocket(socket, process: server)
+        let cli = try ChildProcess(BuiltProducts.path("earshot"), ["devices"], environment: ["PULSE_SERVER": "unix:" + socket], in: directory)
+        #expect(await CaptureTests.exitStatus(of: cli, timeout: .seconds(30)) == 1)
+        #expect(cli.stderr.contains("no answer within"), "\(cli.stderr)")
+    }
+}
+
+/// Choosing the microphone by name: the named source is the one recorded.
+extension CaptureTests {
+    /// The named source is recorded: `quiet` gives digital silence while `librivox` plays speech.
+    @Test func aNamedSourceIsTheOneRecorded() async throws {
+        try await Porting.useDaemon()
+        let transcriber = SpeechTranscriber(locale: Locale(identifier: "en-US"), preset: .transcription)
+        try await ensureAssets(for: transcriber)
+        let sound = try await SoundServer()
+        defer { Task { await sound.stop() } }
+        setenv("PULSE_SERVER", sound.server, 1)
+        let feeder = try sound.feed(Porting.url(Porting.ids[4]).path, silence: 0)
+        defer { Task { await feeder.stop() } }
+        var peaks: [String: Float] = [:]
+        for name in [SoundServer.quietSource, SoundServer.source] {
+            let session = AVCaptureSession()
+            session.startRunning()
+            let provider = try await CaptureInputSequenceProvider.provider(from: try #require(AVCaptureDevice(uniqueID: name)), in: session, compatibleWith: [transcriber])
+            var peak: Float = 0
+            var chunks = 0
+            for try await input in provider.analyzerInputs {
+                let buffer = input.buffer
+                let samples = UnsafeBufferPointer(start: buffer.int16ChannelData![0], count: Int(buffer.frameLength))
+                peak = max(peak, samples.map { abs(Float($0)) / 32768 }.max() ?? 0)
+                chunks += 1
+                if chunks == 10 { session.stopRunning() } // 1 s
+            }
+            peaks[name] = peak
+        }
+        #expect(peaks[SoundServer.quietSource] == 0, "\(peaks)")
+        #expect((peaks[SoundServer.source] ?? 0) > 0.05, "\(peaks)")
+    }
+
+    @Test func anUnknownSourceIsAClearError() async throws {
+        try await Porting.useDaemon()
+        let transcriber = SpeechTranscriber(locale: Locale(identifier: "en-US"), preset: .transcription)
+        try await ensureAssets(for: transcriber)
+        let sound = try await SoundServer()
+        defer { Task { await sound.stop() } }
+        setenv("PULSE_SERVER", sound.server, 1)
+        let provider = try await CaptureInputSequenceProvider.providerWithSession(from: try #require(AVCaptureDevice(uniqueID: "no-such-source")), compatibleWith: [transcriber])
+        await #expect { for try await _ in provider.analyzerInputs {} } throws: { error in
+            "\(error)".contains("no-such-source")
+        }
+    }
+}

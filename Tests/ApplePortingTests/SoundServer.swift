@@ -3,12 +3,14 @@ import Testing
 import TestSupport
 
 /// A real PulseAudio server on a private socket with a virtual source `librivox` that plays
-/// whatever `feed` writes into its pipe: the microphone for the capture tests.
+/// whatever `feed` writes into its pipe (the default source: the microphone for the capture
+/// tests), and a second, silent one, `quiet`, to choose between.
 final class SoundServer: Sendable {
     static let executable = "/usr/bin/pulseaudio"
     /// Whether the capture tests run (always under CI, where setup installs PulseAudio).
     static let present = EmbeddedModels.runs(FileManager.default.isExecutableFile(atPath: executable))
     static let source = "librivox"
+    static let quietSource = "quiet"
 
     let directory: TempDirectory
     let child: ChildProcess
@@ -23,6 +25,8 @@ final class SoundServer: Sendable {
         let config = try directory.write("default.pa", """
         load-module module-native-protocol-unix socket=\(socket) auth-anonymous=1
         load-module module-pipe-source source_name=\(Self.source) file=\(fifo) format=s16le rate=16000 channels=1
+        load-module module-null-source source_name=\(Self.quietSource)
+        set-default-source \(Self.source)
         """)
         child = try ChildProcess(Self.executable, ["-n", "-F", config, "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--log-target=stderr"],
                                  environment: ["HOME": directory.path, "XDG_RUNTIME_DIR": directory.path], in: directory)

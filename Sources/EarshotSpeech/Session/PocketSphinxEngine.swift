@@ -4,24 +4,129 @@ import Foundation
 /// Builds a session's PocketSphinx decoder from an installed dictation asset.
 enum PocketSphinxEngine {
     /// `files`: role → path, with roles `acoustic_model` (a file inside the acoustic model
-    /// directory), `language_model` and `dictionary`.
-    static func decoder(files: [String: String], contextualStrings: [String]) throws -> any StreamingDecoding {
+    /// directory), `language_model` and `dictionary`. The contextual strings bias the decoder from
+    /// the start; the stream's ``PocketSphinxStream/unhonored`` says which words could not be used.
+    static func decoder(files: [String: String], contextualStrings: [String]) throws -> PocketSphinxStream {
         guard let acousticFile = files["acoustic_model"], let lm = files["language_model"], let dictionary = files["dictionary"] else {
             throw SpeechError.incompleteAsset("the dictation asset lacks acoustic_model, language_model or dictionary")
         }
         let model = try PocketSphinxModel(acousticModel: (acousticFile as NSString).deletingLastPathComponent, languageModel: lm, dictionary: dictionary)
-        return PocketSphinxStream(try PocketSphinxDecoder(model: model))
+        let stream = PocketSphinxStream(try PocketSphinxDecoder(model: model))
+        try stream.setContext(contextualStrings, applyNow: true)
+        return stream
     }
 }
 
-/// ``PocketSphinxDecoder`` as a session's streaming decoder.
-/// (Unchecked Sendable: owned by one session and used only on its queue.)
+/// Contextual strings made usable by one PocketSphinx decoder: phrases of dictionary words (with
+/// the missing ones pronounced by espeak-ng and added), and the words that cannot be used.
+struct PocketSphinxContext {
+    /// Most distinct words a context may bias towards; later ones are reported, not used.
+    static let maximumWords = 1000
+
+    var phrases: [[String]] = []
+    var additions: [(word: String, phones: String)] = []
+    var unhonored: [(word: String, reason: String)] = []
+
+    /// Splits `strings` into lower-cased words (punctuation around them dropped), looks each up in
+    /// `decoder`'s dictionary and pronounces the missing ones (blocking: dictionary look-ups and
+    /// espeak-ng). A word that cannot be used splits its phrase.
+    init(_ strings: [String], decoder: PocketSphinxDecoder) {
+        var known: [String: Bool] = [:]
+        for string in strings {
+            var phrase: [String] = []
+            for token in string.split(whereSeparator: \.isWhitespace) {
+                let word = Self.word(token)
+                guard !word.isEmpty else { continue }
+                if known[word] == nil { known[word] = usable(word, decoder: decoder, distinct: known.count) }
+                if known[word] == true {
+                    phrase.append(word)
+                } else if !phrase.isEmpty {
+                    phrases.append(phrase)
+                    phrase = []
+                }
+            }
+            if !phrase.isEmpty { phrases.append(phrase) }
+        }
+    }
+
+    /// Adds the pronounced words and installs the phrases (call between utterances).
+    func apply(to decoder: PocketSphinxDecoder) throws {
+        try decoder.setContextualPhrases(phrases, adding: additions)
+    }
+
+    private mutating func usable(_ word: String, decoder: PocketSphinxDecoder, distinct: Int) -> Bool {
+        guard distinct < Self.maximumWords else {
+            unhonored.append((word, "more than \(Self.maximumWords) distinct contextual words"))
+            return false
+        }
+        if decoder.pronunciation(of: word) != nil { return true }
+        switch EspeakPronouncer.phones(for: word) {
+        case .success(let phones):
+            if let missing = phones.split(separator: " ").first(where: { decoder.model.phones?.contains(String($0)) == false }) {
+                unhonored.append((word, "no pronunciation: the acoustic model has no phone \(missing)"))
+                return false
+            }
+            additions.append((word, phones))
+            return true
+        case .failure(let failure):
+            unhonored.append((word, failure.description))
+            return false
+        }
+    }
+
+    /// `"Dashwood's,"` → `dashwood's`: lower-cased, without punctuation or symbols around it.
+    static func word(_ token: Substring) -> String {
+        let trimmed = token.drop { !$0.isLetter && !$0.isNumber }.reversed().drop { !$0.isLetter && !$0.isNumber }.reversed()
+        return String(trimmed).lowercased()
+    }
+}
+
+/// ``PocketSphinxDecoder`` as a session's streaming decoder, with its contextual strings: a new
+/// context is prepared when it arrives and installed before the next utterance.
+/// (Unchecked Sendable: decoding happens only on its session's queue; the pending context is
+/// guarded by a lock.)
 final class PocketSphinxStream: StreamingDecoding, @unchecked Sendable {
     let decoder: PocketSphinxDecoder
+    private let lock = NSLock()
+    private var pending: PocketSphinxContext?
+    private var report: [(word: String, reason: String)] = []
+
     init(_ decoder: PocketSphinxDecoder) { self.decoder = decoder }
-    func startUtterance() throws { try decoder.startUtterance() }
+
+    /// The words of the current context that are not used, with why.
+    var unhonored: [(word: String, reason: String)] { lock.withLock { report } }
+
+    /// Prepares `strings` (blocking: look-ups, espeak-ng) and installs them now, or before the
+    /// next utterance when one may be open. Returns the words that are not used.
+    @discardableResult
+    func setContext(_ strings: [String], applyNow: Bool = false) throws -> [(word: String, reason: String)] {
+        let context = PocketSphinxContext(strings, decoder: decoder)
+        if applyNow {
+            try context.apply(to: decoder)
+        }
+        lock.withLock {
+            pending = applyNow ? nil : context
+            report = context.unhonored
+        }
+        return context.unhonored
+    }
+
+    func startUtterance() throws {
+        try applyPending()
+        try decoder.startUtterance()
+    }
+
     func process(_ samples: [Float]) throws { try decoder.process(samples) }
     func partial() -> Transcription? { decoder.partial() }
     func endUtterance(alternatives: Int) throws -> Transcription { try decoder.endUtterance(alternatives: alternatives) }
-    func decodeWhole(_ samples: [Float], alternatives: Int) throws -> Transcription { try decoder.decodeUtterance(samples, alternatives: alternatives) }
+
+    func decodeWhole(_ samples: [Float], alternatives: Int) throws -> Transcription {
+        try applyPending()
+        return try decoder.decodeUtterance(samples, alternatives: alternatives)
+    }
+
+    private func applyPending() throws {
+        guard let context = lock.withLock({ defer { pending = nil }; return pending }) else { return }
+        try context.apply(to: decoder)
+    }
 }

@@ -91,7 +91,14 @@ public actor SpeechService {
     public let settings: SpeechSettings
     private let cache: ModelCache
     private let admission: Admission
-    private var sessions: [String: (session: AnalysisSession, plan: SessionPlan, keys: [String])] = [:]
+    private var sessions: [String: OpenSession] = [:]
+    private struct OpenSession {
+        var session: AnalysisSession
+        var plan: SessionPlan
+        var keys: [String]
+        /// The session's PocketSphinx decoders by module index (contextual strings reach them).
+        var streams: [Int: PocketSphinxStream]
+    }
     /// Bounds concurrent Whisper decodes to one per core (each decode holds 65–80 MiB of ONNX
     /// Runtime working memory; more at once only adds memory, not throughput).
     private let decodeGate: DecodeGate
@@ -118,12 +125,7 @@ public actor SpeechService {
         defer { opening -= 1 }
         var keys: [String] = []
         do {
-            var modules: [SessionModule] = []
-            for (index, entry) in plan.modules.enumerated() {
-                let engine = try await engine(for: entry.configuration, asset: entry.asset, context: plan.context, session: id)
-                if case .segments = engine { keys.append(Self.cacheKey(entry.asset, configuration: entry.configuration, threads: settings.inferenceThreads)) }
-                modules.append(SessionModule(index: index, configuration: entry.configuration, engine: engine))
-            }
+            let (modules, streams) = try await engines(for: plan.modules, context: plan.context, session: id, keys: &keys)
             let sensitivity = plan.modules.first { $0.configuration.kind == .detector }?.configuration.sensitivity.flatMap(VoiceSensitivity.init) ?? .medium
             guard let model = plan.vad.files["model"] else { throw SpeechError.incompleteAsset("the voice activity detector asset has no model file") }
             let vad = try await BlockingWork.run("earshot.vad") {
@@ -133,12 +135,30 @@ public actor SpeechService {
                 return try SileroDetector(configuration: configuration)
             }
             let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots) { emit(id, $0) }
-            sessions[id] = (session, plan, keys)
+            sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams)
             return session
         } catch {
             for key in keys { await cache.release(key, retention: .whileInUse, owner: plan.owner, uid: plan.ownerUID) }
             throw error
         }
+    }
+
+    /// The engines of `modules`, and the PocketSphinx decoders among them by module index;
+    /// appends the cache key of every shared model acquired to `keys`.
+    private func engines(for modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], context: AnalysisContextData, session: String,
+                         keys: inout [String]) async throws -> ([SessionModule], [Int: PocketSphinxStream]) {
+        var built: [SessionModule] = []
+        var streams: [Int: PocketSphinxStream] = [:]
+        for (index, module) in modules.enumerated() {
+            let engine = try await engine(for: module.configuration, asset: module.asset, context: context, session: session)
+            switch engine {
+            case .segments: keys.append(Self.cacheKey(module.asset, configuration: module.configuration, threads: settings.inferenceThreads))
+            case .streaming(let decoder): streams[index] = decoder as? PocketSphinxStream
+            case .detector: break
+            }
+            built.append(SessionModule(index: index, configuration: module.configuration, engine: engine))
+        }
+        return (built, streams)
     }
 
     /// The engine for one module of session `session` (nil: preloading, no session).
@@ -157,7 +177,7 @@ public actor SpeechService {
             return .segments(GatedTranscriber(model: model, gate: decodeGate, client: session ?? ""))
         case "pocketsphinx":
             let decoder = try await BlockingWork.run("earshot.decoder") {
-                try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.contextualStrings.values.flatMap { $0 })
+                try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.allStrings)
             }
             return .streaming(decoder)
         case "sherpa-onnx-silero-vad":
@@ -171,14 +191,11 @@ public actor SpeechService {
     /// stop. The session's voice activity detector (and its sensitivity) stays.
     public func replaceModules(of id: String, with modules: [(configuration: ModuleConfiguration, asset: ModelAsset)]) async throws {
         guard let entry = sessions[id] else { throw SpeechError.noSession(id) }
-        var built: [SessionModule] = []
         var keys: [String] = []
+        let built: [SessionModule]
+        let streams: [Int: PocketSphinxStream]
         do {
-            for (index, module) in modules.enumerated() {
-                let engine = try await engine(for: module.configuration, asset: module.asset, context: entry.plan.context, session: id)
-                if case .segments = engine { keys.append(Self.cacheKey(module.asset, configuration: module.configuration, threads: settings.inferenceThreads)) }
-                built.append(SessionModule(index: index, configuration: module.configuration, engine: engine))
-            }
+            (built, streams) = try await engines(for: modules, context: entry.plan.context, session: id, keys: &keys)
         } catch {
             for key in keys { await cache.release(key, retention: .whileInUse, owner: entry.plan.owner, uid: entry.plan.ownerUID) }
             throw error
@@ -186,16 +203,30 @@ public actor SpeechService {
         await entry.session.setModules(built)
         var plan = entry.plan
         plan.modules = modules
-        sessions[id] = (entry.session, plan, keys)
+        sessions[id] = OpenSession(session: entry.session, plan: plan, keys: keys, streams: streams)
         for key in entry.keys { await cache.release(key, retention: plan.options.modelRetention, owner: plan.owner, uid: plan.ownerUID) }
     }
 
-    /// Records a new context for a running session. (The current engines do not bias recognition
-    /// on contextual strings; the context is kept for engines that can.)
-    public func setContext(of id: String, _ context: AnalysisContextData) throws {
-        guard var entry = sessions[id] else { throw SpeechError.noSession(id) }
-        entry.plan.context = context
-        sessions[id] = entry
+    /// Gives a running session a new context: its PocketSphinx decoders prepare it now (missing
+    /// words pronounced) and use it from their next utterance.
+    public func setContext(of id: String, _ context: AnalysisContextData) async throws {
+        guard let entry = sessions[id] else { throw SpeechError.noSession(id) }
+        let strings = context.allStrings
+        for stream in entry.streams.values {
+            _ = try await BlockingWork.run("earshot.context") { try stream.setContext(strings) }
+        }
+        sessions[id]?.plan.context = context
+    }
+
+    /// What session `id`'s modules ask for that their engines do not do: transcription options
+    /// the engine does not implement, contextual strings Whisper cannot take and words
+    /// PocketSphinx cannot use (empty for an unknown session).
+    public func unhonored(_ id: String) -> [UnhonoredRequest] {
+        guard let entry = sessions[id] else { return [] }
+        return entry.plan.modules.enumerated().flatMap { index, module in
+            EngineCapabilities.unhonored(module.configuration, engine: module.asset.engine, module: index,
+                                         context: entry.plan.context, unusableWords: entry.streams[index]?.unhonored ?? [])
+        }
     }
 
     /// Models are shared between sessions that load the same asset with the same settings: for

@@ -22,11 +22,9 @@ import Foundation
 /// than streaming the same audio.
 ///
 /// Custom vocabulary: `addWords(_:)` adds words with pronunciations (ARPAbet phones of the
-/// acoustic model, e.g. `"HH AH L OW"`) to the dictionary and, as unigrams, to the language model.
-/// Contextual strings need more than this: words missing from the dictionary need pronunciations
-/// (from a grapheme-to-phoneme step), and biasing towards whole phrases needs an n-gram model
-/// built from phrase counts or templates, installed with `ps_set_lm` (or interpolated with the
-/// base model through an `ngram_model_set`) — not done here.
+/// acoustic model, e.g. `"HH AH L OW"`) to the dictionary and, as unigrams, to the language model;
+/// `setContextualPhrases(_:weight:)` raises the language-model weight of phrases of dictionary
+/// words (contextual strings).
 public final class PocketSphinxDecoder: @unchecked Sendable {
     /// The model this decoder loaded.
     public let model: PocketSphinxModel
@@ -37,7 +35,16 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
     private let config: OpaquePointer
     private let argumentVector: PocketSphinxArgumentVector
     private let lock = NSLock()
+    /// The search `ps_init` made from the model's language model, and that model (a reference of
+    /// our own: the search is freed while a contextual one replaces it).
+    private let baseSearch: String
+    private let baseModel: OpaquePointer
     // Guarded by `lock`.
+    /// Contextual phrases and their weight; their search is selected while `phrases` is not empty.
+    private var context: (phrases: [[String]], weight: Double) = ([], defaultContextWeight)
+    /// The selected search: the base one, or a contextual one (only one exists at a time).
+    private var currentSearch: String
+    private var contextSearches = 0
     private var inUtterance = false
     private var samplesInUtterance = 0
     private var scratch: [Int16] = []
@@ -55,16 +62,26 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
             cmd_ln_free_r(config)
             throw .decoderCreationFailed(model)
         }
+        let baseSearch = ps_get_search(decoder).map { String(cString: $0) } ?? "_default"
+        guard let baseModel = ps_get_lm(decoder, baseSearch).flatMap(ngram_model_retain) else {
+            ps_free(decoder)
+            cmd_ln_free_r(config)
+            throw .decoderCreationFailed(model)
+        }
         self.model = model
         self.argumentVector = argumentVector
         self.config = config
         self.decoder = decoder
+        self.baseSearch = baseSearch
+        self.baseModel = baseModel
+        currentSearch = baseSearch
         frameRate = max(1, cmd_ln_int_r(config, "-frate"))
         LiveObjects.created("PocketSphinxDecoder")
     }
 
     deinit {
         ps_free(decoder)
+        ngram_model_free(baseModel)
         cmd_ln_free_r(config)
         // ~95 MB in many small blocks, freed into the arena of the thread that loaded them.
         MemoryReclaim.afterRelease()
@@ -153,7 +170,16 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard !inUtterance else { throw .utteranceInProgress }
+        let additions = try plannedAdditions(entries)
+        guard !additions.isEmpty else { return 0 }
+        let hadContext = currentSearch != baseSearch
+        try add(additions)
+        if hadContext { try installContextSearch() }
+        return additions.count
+    }
 
+    /// The dictionary entries `entries` need: new words, or numbered variants of known ones.
+    private func plannedAdditions(_ entries: [(word: String, phones: String)]) throws(PocketSphinxError) -> [(entry: String, phones: String)] {
         // 1. Check words and phones.
         var checked: [(word: String, phones: String)] = []
         for (word, phones) in entries {
@@ -172,15 +198,57 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
             planned[word, default: []].append(phones)
         }
 
-        // 3. Add them, rebuilding the search after the last one (every one when the phone set
-        // is unknown, since a pronunciation may then still be refused midway).
+        return additions
+    }
+
+    /// Adds dictionary entries on the base search, rebuilding it after the last one (every one
+    /// when the phone set is unknown, since a pronunciation may then still be refused midway).
+    /// ps_add_word adds to every n-gram search, and sphinxbase's model sets add the wrong word to
+    /// their submodels, so a contextual search is replaced by the base one first.
+    private func add(_ additions: [(entry: String, phones: String)]) throws(PocketSphinxError) {
+        guard !additions.isEmpty else { return }
+        try selectBaseSearch()
         let updateEach = model.phones == nil
         for (index, addition) in additions.enumerated() {
             let update: Int32 = updateEach || index == additions.count - 1 ? 1 : 0
             let id = ps_add_word(decoder, addition.entry, addition.phones, update)
             guard id >= 0 else { throw .callFailed(function: "ps_add_word(\(addition.entry))", code: id) }
         }
-        return additions.count
+    }
+
+    /// How much of the language-model probability the contextual phrases get by default.
+    public static let defaultContextWeight = 0.1
+
+    /// Biases recognition towards `phrases`, each a sequence of words the dictionary has or
+    /// `newWords` adds (as ``addWords(_:)`` does): a small n-gram model of the phrases (their words
+    /// uniformly, and each word followed by the next inside a phrase) is interpolated with the base
+    /// model, `weight` to `1 − weight` (an `ngram_model_set`, searched in place of the base search).
+    /// Words outside the phrases keep `1 − weight` of their base probability; a phrase word gets at
+    /// least `weight / (words + 1)` wherever it appears. An empty list returns to the base model.
+    /// Call between utterances; the search is rebuilt (~0.4 s, twice when words are added). Words
+    /// added later keep the phrases.
+    public func setContextualPhrases(_ phrases: [[String]], adding newWords: [(word: String, phones: String)] = [],
+                                     weight: Double = defaultContextWeight) throws(PocketSphinxError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !inUtterance else { throw .utteranceInProgress }
+        guard weight > 0, weight < 1 else { throw .invalidOption("the contextual weight must be between 0 and 1 (exclusive)") }
+        let additions = try plannedAdditions(newWords)
+        let phrases = phrases.filter { !$0.isEmpty }
+        let adding = Set(newWords.map(\.word))
+        for word in phrases.joined() where !adding.contains(word) && lookUp(word) == nil {
+            throw .invalidWord(word, reason: "not in the dictionary")
+        }
+        try add(additions)
+        context = (phrases, weight)
+        try installContextSearch()
+    }
+
+    /// The phrases ``setContextualPhrases(_:weight:)`` installed (empty: the base model).
+    public var contextualPhrases: [[String]] {
+        lock.lock()
+        defer { lock.unlock() }
+        return context.phrases
     }
 
     /// The dictionary pronunciation of `word` (`ps_lookup_word`; variants are `word(2)`, …), or
@@ -192,6 +260,96 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
     }
 
     // MARK: - Internals (called with `lock` held)
+
+    /// Selects a new n-gram search on `model` named `name`, then frees the one it replaces (one
+    /// search's lexicon tree is ~70 MB with the US English dictionary).
+    private func selectSearch(_ name: String, on model: OpaquePointer) throws(PocketSphinxError) {
+        let code = ps_set_lm(decoder, name, model)
+        guard code >= 0 else { throw .callFailed(function: "ps_set_lm(\(name))", code: code) }
+        let selected = ps_set_search(decoder, name)
+        guard selected >= 0 else { throw .callFailed(function: "ps_set_search(\(name))", code: selected) }
+        if currentSearch != name { _ = ps_unset_search(decoder, currentSearch) }
+        currentSearch = name
+    }
+
+    /// The base search, rebuilt if a contextual one replaced it.
+    private func selectBaseSearch() throws(PocketSphinxError) {
+        guard currentSearch != baseSearch else { return }
+        try selectSearch(baseSearch, on: baseModel)
+    }
+
+    /// Builds and selects the contextual search for `context` (the base search for no phrases).
+    private func installContextSearch() throws(PocketSphinxError) {
+        guard !context.phrases.isEmpty else { return try selectBaseSearch() }
+        // sphinxbase reads models from files only. Private (0600, created anew): the phrases are
+        // often people's names.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-context-\(UUID().uuidString).arpa").path
+        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .callFailed(function: "creating \(file)", code: errno) }
+        defer { unlink(file) }
+        let written = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            try written.write(contentsOf: Data(Self.arpa(context.phrases).utf8))
+            try written.close()
+        } catch {
+            throw .callFailed(function: "writing the contextual language model to \(file)", code: -1)
+        }
+        guard let phraseModel = ngram_model_read(config, file, NGRAM_ARPA, ps_get_logmath(decoder)) else {
+            throw .callFailed(function: "ngram_model_read(contextual phrases)", code: -1)
+        }
+        // The set owns its submodels: it takes the phrase model and a reference to the base one.
+        var models: [OpaquePointer?] = [ngram_model_retain(baseModel), phraseModel]
+        var weights: [Float] = [Float(1 - context.weight), Float(context.weight)]
+        let set = Self.withCStrings(["base", "context"]) { ngram_model_set_init(config, &models, $0, &weights, 2) }
+        guard let set else {
+            models.forEach { ngram_model_free($0) }
+            throw .callFailed(function: "ngram_model_set_init", code: -1)
+        }
+        // The search keeps its own reference.
+        defer { ngram_model_free(set) }
+        // Two names in turn: a search is never replaced while it is the selected one.
+        contextSearches += 1
+        try selectSearch("earshot-context-\(contextSearches % 2)", on: set)
+    }
+
+    /// An ARPA model of `phrases`: uniform unigrams over their words and `</s>`; each word followed
+    /// by its successors in the phrases with half its probability mass, the rest backing off.
+    static func arpa(_ phrases: [[String]]) -> String {
+        var vocabulary: [String] = []
+        var successors: [String: [String]] = [:]
+        for phrase in phrases {
+            for (index, word) in phrase.enumerated() {
+                if !vocabulary.contains(word) { vocabulary.append(word) }
+                if index + 1 < phrase.count, !successors[word, default: []].contains(phrase[index + 1]) {
+                    successors[word, default: []].append(phrase[index + 1])
+                }
+            }
+        }
+        let unigram = 1 / Double(vocabulary.count + 1)
+        func log10(_ value: Double) -> String { String(format: "%.6f", Foundation.log10(value)) }
+        func backoff(_ word: String) -> String {
+            let count = Double(successors[word]?.count ?? 0)
+            return count == 0 ? "0.000000" : log10(0.5 / (1 - count * unigram))
+        }
+        let bigrams = vocabulary.flatMap { word in (successors[word] ?? []).map { (word, $0) } }
+        var lines = ["\\data\\", "ngram 1=\(vocabulary.count + 2)"]
+        if !bigrams.isEmpty { lines.append("ngram 2=\(bigrams.count)") }
+        lines += ["", "\\1-grams:", "-99.000000 <s> 0.000000", "\(log10(unigram)) </s>"]
+        lines += vocabulary.map { "\(log10(unigram)) \($0) \(backoff($0))" }
+        if !bigrams.isEmpty {
+            lines += ["", "\\2-grams:"]
+            lines += bigrams.map { "\(log10(0.5 / Double(successors[$0.0]!.count))) \($0.0) \($0.1)" }
+        }
+        lines += ["", "\\end\\", ""]
+        return lines.joined(separator: "\n")
+    }
+
+    /// Calls `body` with `strings` as a C array of C strings.
+    private static func withCStrings<T>(_ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
+        var copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        return copies.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+    }
 
     private func openUtterance() throws(PocketSphinxError) {
         guard !inUtterance else { throw .utteranceInProgress }

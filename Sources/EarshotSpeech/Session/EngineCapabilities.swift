@@ -1,0 +1,44 @@
+import EarshotWire
+
+/// What each engine does with a module's transcription options and contextual strings, so that
+/// whatever it cannot honour is reported (``UnhonoredRequest``), never dropped silently. (Content
+/// hints are matched when the asset is chosen: an asset serves a module only if its catalog entry
+/// lists the module's hints.)
+enum EngineCapabilities {
+    /// The requests of `configuration` (module `module`, served by `engine`) that the engine does
+    /// not honour; `unusableWords` are the contextual words a PocketSphinx decoder could not use.
+    static func unhonored(_ configuration: ModuleConfiguration, engine: String, module: Int, context: AnalysisContextData,
+                          unusableWords: [(word: String, reason: String)]) -> [UnhonoredRequest] {
+        let name: String
+        let honouredOptions: Set<String>
+        var requests: [UnhonoredRequest] = []
+        switch engine {
+        case "sherpa-onnx-whisper":
+            name = "Whisper"
+            honouredOptions = [ModuleConfiguration.translateOption]
+            requests += context.allStrings.map {
+                UnhonoredRequest(module: module, kind: .contextualString, value: $0,
+                                 reason: "Whisper takes no contextual strings here (sherpa-onnx has no prompt or hotwords for Whisper)")
+            }
+        case "pocketsphinx":
+            name = "PocketSphinx"
+            honouredOptions = []
+            requests += unusableWords.map { UnhonoredRequest(module: module, kind: .contextualString, value: $0.word, reason: $0.reason) }
+        default:
+            return []
+        }
+        let options = configuration.transcriptionOptions.filter { !honouredOptions.contains($0) }.map {
+            UnhonoredRequest(module: module, kind: .transcriptionOption, value: $0, reason: optionReason($0, engine: name))
+        }
+        return options + requests
+    }
+
+    private static func optionReason(_ option: String, engine: String) -> String {
+        switch option {
+        case "punctuation": "\(engine) recognizes words only: its text has no punctuation"
+        case "emoji": "\(engine) does not turn spoken emoji names into emoji"
+        case "etiquetteReplacements": "\(engine) does not redact words"
+        default: "\(engine) has no option \(option)"
+        }
+    }
+}

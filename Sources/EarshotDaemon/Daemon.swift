@@ -64,9 +64,10 @@ public struct Daemon: Sendable {
 
         // One clock for every timer loop (GC, download backoff, progress, model lingering).
         let clock = SystemServiceClock()
+        let metrics = DaemonMetrics()
         let assets: AssetService
         do {
-            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, log: { logger.log(LogLevel(rawValue: $0.priority.rawValue) ?? .info, "assets: \($0.message)", $0.fields) })
+            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, observer: metrics, log: { logger.log(LogLevel(rawValue: $0.priority.rawValue) ?? .info, "assets: \($0.message)", $0.fields) })
             try await assets.start()
         } catch {
             logger.error("cannot open the asset store in \(paths.stateDirectory): \(error)")
@@ -93,8 +94,7 @@ public struct Daemon: Sendable {
                                 started: .now, limits: limits)
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
-            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")), clock: clock)
-        let metrics = DaemonMetrics()
+            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")), clock: clock, observer: metrics)
         let errors = ErrorMap(logger: logger, metrics: metrics)
         let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),

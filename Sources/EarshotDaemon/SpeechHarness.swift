@@ -14,7 +14,7 @@ struct SpeechHarness: Sendable {
         let harness = self
         return [
             .on(AnalyzerOpen.self, .admin("ignore resource limits; open the session without ignoresResourceLimits", when: { request, _ in request.options.ignoresResourceLimits })) { request, _, context in
-                let channel = context.state.channel
+                let channel = try context.connection.channel
                 let connection = context.connectionID
                 let session = try await harness.coordinator.open(request.modules, options: request.options, context: request.context, for: context.client) { id, event in
                     if let frame = harness.frame(for: event, session: id, connection: connection) { channel.post(frame) }

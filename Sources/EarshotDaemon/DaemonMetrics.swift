@@ -114,11 +114,11 @@ final class DaemonMetrics: AssetObserver, SpeechObserver {
 
     // MARK: - AssetObserver
 
-    func installJobStarted(asset: String, isUpdate: Bool) {
+    func installJobStarted(isUpdate: Bool) {
         installJobsStarted.add(1, isUpdate ? "update" : "install")
     }
 
-    func installJobEnded(asset: String, isUpdate: Bool, result: InstallJobResult) {
+    func installJobEnded(isUpdate: Bool, result: InstallJobResult) {
         installJobsEnded.add(1, isUpdate ? "update" : "install", result.rawValue)
     }
 

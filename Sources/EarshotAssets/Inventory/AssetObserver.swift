@@ -1,10 +1,10 @@
 /// What the asset inventory reports as it works, for whoever counts it (the daemon's metrics).
 /// Called on the inventory's actor or a transfer thread: implementations must not block.
 public protocol AssetObserver: Sendable {
-    /// An install or update job began (once per job, shared by every waiter).
-    func installJobStarted(asset: String, isUpdate: Bool)
+    /// An install (or, `isUpdate`, update) job began (once per job, shared by every waiter).
+    func installJobStarted(isUpdate: Bool)
     /// A job ended with `result`.
-    func installJobEnded(asset: String, isUpdate: Bool, result: InstallJobResult)
+    func installJobEnded(isUpdate: Bool, result: InstallJobResult)
     /// Bytes received over the network for asset downloads (not bytes a resume kept).
     func downloaded(bytes: Int64)
     /// A download, an archive or a catalog failed verification.

@@ -108,7 +108,7 @@ extension AssetService {
     /// recorded in `resumable_downloads` (kept for a later resume); any other failure removes it,
     /// unless another running job shares the file.
     func execute(_ job: InstallJob) async {
-        observer?.installJobStarted(asset: job.entry.id, isUpdate: job.isUpdate)
+        observer?.installJobStarted(isUpdate: job.isUpdate)
         let result: Result<Void, AssetError>
         do {
             try await perform(job)
@@ -151,7 +151,7 @@ extension AssetService {
             log("installed \(job.key)")
         }
         jobs[job.key] = nil
-        observer?.installJobEnded(asset: job.entry.id, isUpdate: job.isUpdate, result: Self.jobResult(result, shuttingDown: shuttingDown))
+        observer?.installJobEnded(isUpdate: job.isUpdate, result: Self.jobResult(result, shuttingDown: shuttingDown))
         job.finish(result)
     }
 

@@ -33,7 +33,7 @@ public struct Daemon: Sendable {
 
     /// Every C library linked into the daemon, with its run-time version.
     public static var linkedLibraries: [LinkedLibrary] {
-        AssetsLibraries.linked + [ServiceManager.linkedLibrary] + AudioLibraries.linked + SpeechLibraries.linked
+        AssetsLibraries.linked + [ServiceManager.linkedLibrary, ZeroconfAnnouncer.linkedLibrary] + AudioLibraries.linked + SpeechLibraries.linked
     }
 
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
@@ -123,6 +123,7 @@ public struct Daemon: Sendable {
             for front in http { await front.stop() }
             return 1
         }
+        let zeroconf = await announceWyoming(config, listener: wyomingTCP, logger: logger)
         let accepted = listener.connections(
             authorize: { peer in admins.isAdmin(peer) },
             onError: { logger.warning("accept failed: \($0)") })
@@ -181,6 +182,7 @@ public struct Daemon: Sendable {
                     manager.notify("STOPPING=1\nSTATUS=Shutting down")
                     listener.stop()
                     wyomingTCP?.stop()
+                    zeroconf?.stop()
                     // Connections whose sessions are being finished stay open for their results.
                     await registry.beginShutdown(keepOpen: { coordinator.counts.hasSessions($0) })
                     await coordinator.beginShutdown()
@@ -232,6 +234,17 @@ public struct Daemon: Sendable {
             logger.warning("serving Wyoming over TCP on non-loopback \(endpoint.host):\(listener.port ?? endpoint.port): anyone who reaches it can transcribe as uid \(uid)", fields)
         }
         return listener
+    }
+
+    /// The zeroconf announcement of the Wyoming TCP listener when `[Wyoming] Zeroconf=yes`
+    /// (avahi's client connects over D-Bus: off the cooperative pool).
+    func announceWyoming(_ config: DaemonConfig, listener: Listener?, logger: Logger) async -> ZeroconfAnnouncer? {
+        guard config["Wyoming.Zeroconf"] == "yes" else { return nil }
+        guard let listener, let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]), let port = listener.port else {
+            logger.warning("zeroconf: not announcing _wyoming._tcp: [Wyoming] Listen is off")
+            return nil
+        }
+        return await BlockingWork.run("earshot.zeroconf") { ZeroconfAnnouncer.wyoming(host: endpoint.host, port: port, logger: logger) }
     }
 
     /// The HTTP front's listeners: its Unix socket (`[HTTP] Socket`; beside the main one by

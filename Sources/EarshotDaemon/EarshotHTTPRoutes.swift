@@ -62,8 +62,9 @@ struct EarshotHTTPRoutes: Sendable {
     /// `POST /earshot/v1/install` with `{"modules": [...]}` → `earshot.install`. A request refused
     /// before any progress gets its error status; otherwise `200 text/event-stream`: one SSE event
     /// per socket event (`earshot.install.progress`…, then `earshot.install.result`, or `error`
-    /// with the error body). A client that hangs up stops waiting; the install goes on, as on
-    /// the socket.
+    /// with the error body). A client that hangs up gets no more events; the request waits for
+    /// its install as a socket request whose connection closed does (nothing is cancelled, so no
+    /// failure is made up).
     func install(_ request: HTTPRequest, _ client: AnalysisClient) async -> HTTPResponse {
         let frame: Frame
         do {
@@ -74,32 +75,27 @@ struct EarshotHTTPRoutes: Sendable {
         let caller = await context(request, client)
         let harness = harness
         let (events, sink) = AsyncStream<Frame>.makeStream()
-        let work = Task {
+        Task {
             var context = caller
             for reply in await harness.handle(frame, context: &context, progress: { sink.yield($0) }) { sink.yield(reply) }
             sink.finish()
         }
         let (body, out) = AsyncStream<Data>.makeStream()
-        out.onTermination = { _ in work.cancel() }
         // The first event decides the status: an error before any progress is the response's.
-        let first: Frame? = await withTaskCancellationHandler {
-            await withCheckedContinuation { decided in
-                Task {
-                    var undecided: CheckedContinuation<Frame?, Never>? = decided
-                    for await event in events {
-                        if let waiting = undecided {
-                            undecided = nil
-                            waiting.resume(returning: event)
-                            if event.type == ErrorEvent.eventType { break }
-                        }
-                        out.yield(Self.serverSentEvent(event))
+        let first: Frame? = await withCheckedContinuation { decided in
+            Task {
+                var undecided: CheckedContinuation<Frame?, Never>? = decided
+                for await event in events {
+                    if let waiting = undecided {
+                        undecided = nil
+                        waiting.resume(returning: event)
+                        if event.type == ErrorEvent.eventType { break }
                     }
-                    undecided?.resume(returning: nil)
-                    out.finish()
+                    out.yield(Self.serverSentEvent(event))
                 }
+                undecided?.resume(returning: nil)
+                out.finish()
             }
-        } onCancel: {
-            work.cancel()
         }
         guard let first else { return .openAIError(harness.errors.wire(WireError(.internalError, "earshot.install sent no reply"))) }
         if first.type == ErrorEvent.eventType { return Self.response(first) }

@@ -16,13 +16,15 @@ APT_PACKAGES=(
   pkg-config
   # C libraries we link (one system-library target each)
   libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libarchive-dev libssl-dev
-  libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev libmicrohttpd-dev
+  libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev libmicrohttpd-dev libavahi-client-dev
   libavformat-dev libavcodec-dev libswresample-dev libpulse-dev libespeak-ng-dev
   # models and test speech (espeak-ng speaks the multilingual test sentences; its library
   # pronounces contextual words the PocketSphinx dictionary lacks)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng
   # tools the tests drive for real
   systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils
+  # zeroconf: a private D-Bus and avahi-daemon, browsed with avahi-browse
+  dbus-daemon avahi-daemon avahi-utils
 )
 # sherpa-onnx-core: the engine's C library; numpy, onnx, onnxruntime: the Whisper converter
 # (Scripts/models/); wyoming and openai: the peer clients the tests drive; prometheus-client: its

@@ -33,7 +33,7 @@ public struct Daemon: Sendable {
 
     /// Every C library linked into the daemon, with its run-time version.
     public static var linkedLibraries: [LinkedLibrary] {
-        AssetsLibraries.linked + [ServiceManager.linkedLibrary] + AudioLibraries.linked + SpeechLibraries.linked
+        AssetsLibraries.linked + [ServiceManager.linkedLibrary, ZeroconfAnnouncer.linkedLibrary] + AudioLibraries.linked + SpeechLibraries.linked
     }
 
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
@@ -64,9 +64,10 @@ public struct Daemon: Sendable {
 
         // One clock for every timer loop (GC, download backoff, progress, model lingering).
         let clock = SystemServiceClock()
+        let metrics = DaemonMetrics()
         let assets: AssetService
         do {
-            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, log: { logger.log(LogLevel(rawValue: $0.priority.rawValue) ?? .info, "assets: \($0.message)", $0.fields) })
+            assets = try AssetService(settings: assetSettings(config, paths), clock: clock, observer: metrics, log: { logger.log(LogLevel(rawValue: $0.priority.rawValue) ?? .info, "assets: \($0.message)", $0.fields) })
             try await assets.start()
         } catch {
             logger.error("cannot open the asset store in \(paths.stateDirectory): \(error)")
@@ -93,10 +94,10 @@ public struct Daemon: Sendable {
                                 started: .now, limits: limits)
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
-            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")), clock: clock)
-        let metrics = DaemonMetrics()
+            lingerSeconds: config.seconds("Analysis.LingerSeconds"), inferenceThreads: config.int("Analysis.InferenceThreads")), clock: clock, observer: metrics)
         let errors = ErrorMap(logger: logger, metrics: metrics)
         let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
+        let admins = AdminPolicy(group: config["Daemon.AdminGroup"], daemonUID: getuid())
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors, logger: logger), errors: errors)
         let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
@@ -107,7 +108,7 @@ public struct Daemon: Sendable {
                                                                adminReserved: config.int("Limits.AdminReservedConnections")))
         let http: [HTTPListener]
         do {
-            http = try await openHTTP(config, paths: paths, mainSocket: listener.path, coordinator: coordinator, errors: errors, metrics: metrics)
+            http = try await openHTTP(config, paths: paths, mainSocket: listener.path, harness: harness, admins: admins, metrics: metrics)
         } catch {
             logger.error("cannot serve HTTP: \(error)")
             listener.stop()
@@ -122,10 +123,9 @@ public struct Daemon: Sendable {
             for front in http { await front.stop() }
             return 1
         }
-        let adminGroup = config["Daemon.AdminGroup"]
-        let ownUID = getuid()
+        let zeroconf = await announceWyoming(config, listener: wyomingTCP, logger: logger)
         let accepted = listener.connections(
-            authorize: { peer in peer.uid == 0 || peer.uid == ownUID || PeerCredentials.user(peer.uid, isInGroup: adminGroup) },
+            authorize: { peer in admins.isAdmin(peer) },
             onError: { logger.warning("accept failed: \($0)") })
 
         let where_ = listener.path ?? "fd \(listener.fd)"
@@ -182,6 +182,7 @@ public struct Daemon: Sendable {
                     manager.notify("STOPPING=1\nSTATUS=Shutting down")
                     listener.stop()
                     wyomingTCP?.stop()
+                    zeroconf?.stop()
                     // Connections whose sessions are being finished stay open for their results.
                     await registry.beginShutdown(keepOpen: { coordinator.counts.hasSessions($0) })
                     await coordinator.beginShutdown()
@@ -225,7 +226,7 @@ public struct Daemon: Sendable {
     func openWyomingTCP(_ config: DaemonConfig, logger: Logger) throws -> Listener? {
         guard let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]) else { return nil }
         let uid = ConfigValidation.uid(ofUser: config["Wyoming.User"]) ?? 65534
-        let listener = try Listener.tcp(host: endpoint.host, port: endpoint.port, identity: PeerCredentials(pid: 0, uid: uid, gid: getpwuid(uid).map { $0.pointee.pw_gid } ?? uid))
+        let listener = try Listener.tcp(host: endpoint.host, port: endpoint.port, identity: .networkUser(uid))
         let fields = ["wyoming_listen": "\(endpoint.host):\(listener.port ?? endpoint.port)", "wyoming_uid": "\(uid)"]
         if TCPSocket.isLoopback(endpoint.host) {
             logger.notice("serving Wyoming over TCP on \(endpoint.host):\(listener.port ?? endpoint.port)", fields)
@@ -235,19 +236,30 @@ public struct Daemon: Sendable {
         return listener
     }
 
+    /// The zeroconf announcement of the Wyoming TCP listener when `[Wyoming] Zeroconf=yes`
+    /// (avahi's client connects over D-Bus: off the cooperative pool).
+    func announceWyoming(_ config: DaemonConfig, listener: Listener?, logger: Logger) async -> ZeroconfAnnouncer? {
+        guard config["Wyoming.Zeroconf"] == "yes" else { return nil }
+        guard let listener, let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]), let port = listener.port else {
+            logger.warning("zeroconf: not announcing _wyoming._tcp: [Wyoming] Listen is off")
+            return nil
+        }
+        return await BlockingWork.run("earshot.zeroconf") { ZeroconfAnnouncer.wyoming(host: endpoint.host, port: port, logger: logger) }
+    }
+
     /// The HTTP front's listeners: its Unix socket (`[HTTP] Socket`; beside the main one by
     /// default, unless `off`) and TCP (`[HTTP] Listen`, off by default).
-    func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, coordinator: AnalysisCoordinator, errors: ErrorMap,
+    func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, harness: DaemonHarness, admins: AdminPolicy,
                   metrics: DaemonMetrics) async throws -> [HTTPListener] {
         let scratch = paths.cacheDirectory + "/http-uploads"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: config.int("HTTP.MaxConnections"),
                                 idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"))
         var network = HTTPNetworkAccess()
-        network.uid = ConfigValidation.uid(ofUser: config["HTTP.User"]) ?? 65534
+        network.user = .networkUser(ConfigValidation.uid(ofUser: config["HTTP.User"]) ?? 65534)
         network.anonymousApp = config["HTTP.AllowAnonymous"] == "yes" ? "http-anonymous" : nil
         if !config["HTTP.KeyFile"].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config["HTTP.KeyFile"]) }
-        let front = HTTPFront(coordinator: coordinator, errors: errors, metrics: metrics, network: network, scratch: scratch)
+        let front = HTTPFront(harness: harness, admins: admins, metrics: metrics, network: network, scratch: scratch)
         var listeners: [HTTPListener] = []
         let configured = config["HTTP.Socket"]
         if configured != "off" {

@@ -11,11 +11,21 @@ struct RequestContext: Sendable {
     var appID: String?
     /// Over TCP: only the routes open to the network (Wyoming's) are served.
     var network = false
-    /// The connection's channel, requests in flight and Wyoming state.
-    let state: ConnectionState
+    /// The connection's channel, requests in flight and Wyoming state; nil for an HTTP request
+    /// (`/earshot/v1/`), which reaches only routes that need no connection.
+    let state: ConnectionState?
 
     /// Who owns the sessions this connection opens.
     var client: AnalysisClient { AnalysisClient(connection: connectionID, uid: peer.uid, appID: appID) }
+
+    /// The connection's state, for routes that keep something on the connection (sessions'
+    /// events, Wyoming's transcription).
+    var connection: ConnectionState {
+        get throws {
+            guard let state else { throw WireError(.badRequest, "this request needs a socket connection (it sends events or keeps state on it)") }
+            return state
+        }
+    }
 }
 
 /// Facts about the running daemon that requests report.

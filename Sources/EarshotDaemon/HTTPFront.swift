@@ -5,7 +5,8 @@ import EarshotWire
 import Foundation
 
 /// The HTTP front (`Docs/HTTP.md`): OpenAI's audio API and model list over libmicrohttpd, on the
-/// same coordinator, sessions and models as the socket protocol. On the Unix socket identity comes
+/// same coordinator, sessions and models as the socket protocol, plus Earshot's own
+/// `/earshot/v1/` routes (``EarshotHTTPRoutes``). On the Unix socket identity comes
 /// from peer credentials and `X-Earshot-App` names the app (default `http`); over TCP a bearer key
 /// from the admin's key file names the app and every request acts as one configured user.
 struct HTTPFront: HTTPHandler {
@@ -28,6 +29,11 @@ struct HTTPFront: HTTPHandler {
         Route(method: "POST", path: "/v1/audio/translations") { front, request, client in
             await front.transcription.respond(to: request, client: client, translate: true)
         },
+        Route(method: "GET", path: "/earshot/v1/status") { front, request, client in await front.earshot.status(request, client) },
+        Route(method: "POST", path: "/earshot/v1/install") { front, request, client in await front.earshot.install(request, client) },
+        Route(method: "GET", path: EarshotHTTPRoutes.reservationsPath) { front, request, client in await front.earshot.reservations(request, client) },
+        Route(method: "POST", path: EarshotHTTPRoutes.reservationsPath) { front, request, client in await front.earshot.reserve(request, client) },
+        Route(method: "DELETE", path: EarshotHTTPRoutes.reservationsPath + "/*") { front, request, client in await front.earshot.release(request, client) },
         Route(method: "GET", path: "/metrics") { front, _, _ in
             let text = await front.metrics.scrape(speech: front.coordinator.speech, assets: front.coordinator.assets)
             return HTTPResponse(status: 200, headers: [("Content-Type", MetricsRegistry.contentType)], body: .bytes(Data(text.utf8)))
@@ -36,6 +42,8 @@ struct HTTPFront: HTTPHandler {
 
     let coordinator: AnalysisCoordinator
     let transcription: OpenAITranscription
+    /// `/earshot/v1/`: socket events served through the daemon's route table.
+    let earshot: EarshotHTTPRoutes
     let errors: ErrorMap
     let metrics: DaemonMetrics
     /// Who TCP clients are.
@@ -43,12 +51,13 @@ struct HTTPFront: HTTPHandler {
     /// Session-table keys for HTTP requests, in a range the socket's connection ids never reach.
     let requestIDs = RequestIDs()
 
-    init(coordinator: AnalysisCoordinator, errors: ErrorMap, metrics: DaemonMetrics, network: HTTPNetworkAccess, scratch: String) {
-        self.coordinator = coordinator
+    init(harness: DaemonHarness, admins: AdminPolicy, metrics: DaemonMetrics, network: HTTPNetworkAccess, scratch: String) {
+        coordinator = harness.coordinator
         self.network = network
-        self.errors = errors
+        errors = harness.errors
         self.metrics = metrics
-        transcription = OpenAITranscription(coordinator: coordinator, errors: errors, scratch: scratch)
+        transcription = OpenAITranscription(coordinator: harness.coordinator, errors: harness.errors, scratch: scratch)
+        earshot = EarshotHTTPRoutes(harness: harness, admins: admins, networkUser: network.user)
     }
 
     func screen(_ head: HTTPRequestHead) -> HTTPResponse? {
@@ -97,7 +106,7 @@ struct HTTPFront: HTTPHandler {
         let identity: (uid: UInt32, appID: String)?
         switch request.head.peer {
         case .local(let peer): identity = (peer.uid, request.head.header("x-earshot-app") ?? "http")
-        case .network: identity = network.identity(request.head).map { (network.uid, $0) }
+        case .network: identity = network.identity(request.head).map { (network.user.uid, $0) }
         }
         guard let route = Self.routes.first(where: { $0.method == request.head.method && $0.matches(request.head.path) }), let identity else {
             return refusal(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
@@ -166,11 +175,11 @@ final class RequestIDs: @unchecked Sendable {
 }
 
 /// Who TCP clients of the HTTP front are: a bearer key from `[HTTP] KeyFile` (lines `KEY APP-ID`)
-/// names the app; every TCP request acts as uid ``uid``. Without a key, only when the admin allowed
-/// anonymous access (``anonymousApp``).
+/// names the app; every TCP request acts as ``user`` (never an admin). Without a key, only when
+/// the admin allowed anonymous access (``anonymousApp``).
 struct HTTPNetworkAccess: Sendable {
     var keys: [(key: [UInt8], app: String)] = []
-    var uid: UInt32 = 65534
+    var user = PeerCredentials(pid: 0, uid: 65534, gid: 65534)
     var anonymousApp: String?
 
     /// Reads a key file: `KEY APP-ID` per line, `#` comments; keys of at least 16 characters.

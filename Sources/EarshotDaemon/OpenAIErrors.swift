@@ -31,6 +31,7 @@ extension HTTPResponse {
         case .insufficientResources: 429
         case .shuttingDown: 503
         case .insufficientStorage: 507
+        case .downloadFailed, .verificationFailed: 502
         default: 500
         }
         return openAIError(status, error.message, code: error.code.rawValue, param: param)

@@ -16,7 +16,7 @@ struct SpeechHarness: Sendable {
         let harness = self
         return [
             .on(AnalyzerOpen.self, .admin("ignore resource limits; open the session without ignoresResourceLimits", when: { request, _ in request.options.ignoresResourceLimits })) { request, _, context in
-                let channel = context.state.channel
+                let channel = try context.connection.channel
                 let connection = context.connectionID
                 let session = try await harness.coordinator.open(request.modules, options: request.options, context: request.context, for: context.client) { id, event in
                     if let frame = harness.frame(for: event, session: id, connection: connection) { channel.post(frame) }
@@ -38,14 +38,23 @@ struct SpeechHarness: Sendable {
                 return [try Frame(AnalyzerControlDone(id: control.id, session: control.session, lastSampleTime: last, unhonored: unhonored))]
             },
             .on(StatsRequest.self) { request, _, _ in
-                let stats = await harness.speech.stats()
+                // The metrics' own numbers when the daemon keeps them: one source for both.
+                let stats = if let metrics = harness.coordinator.metrics {
+                    await metrics.refresh(speech: harness.speech, assets: harness.coordinator.assets)
+                } else {
+                    await harness.speech.stats()
+                }
                 // Count what freed engines gave back, not what a queued trim is about to.
                 await MemoryReclaim.settled()
                 let memory = ProcessFacts.residentMemory()
+                let samples = harness.coordinator.metrics?.registry.samples().map {
+                    MetricSampleInfo(name: $0.name, kind: $0.kind.rawValue, labels: $0.labels, value: $0.value, count: $0.count)
+                }
                 return [try Frame(StatsReply(id: request.id, sessions: stats.sessions,
                                              models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
                                              modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes(),
-                                             anonymousBytes: memory.anonymousBytes, fileBytes: memory.fileBytes, liveObjects: LiveObjects.counts))]
+                                             anonymousBytes: memory.anonymousBytes, fileBytes: memory.fileBytes, liveObjects: LiveObjects.counts,
+                                             sessionsByEngine: stats.sessionsByEngine, metrics: samples))]
             },
             .on(EndRetentionRequest.self) { request, _, context in
                 [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await harness.speech.endRetention(uid: context.peer.uid)))]

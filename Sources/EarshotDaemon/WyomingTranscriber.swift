@@ -134,17 +134,18 @@ struct WyomingTranscriber: Sendable {
         let wyoming = self
         return [
             .on(Transcribe.self, network: true) { request, _, context in
-                await wyoming.end(context.state.wyoming, context: context)
-                context.state.wyoming = WyomingTranscription(name: request.name, language: request.language)
+                let state = try context.connection
+                await wyoming.end(state.wyoming, context: context)
+                state.wyoming = WyomingTranscription(name: request.name, language: request.language)
                 return []
             },
             .on(AudioStart.self, network: true) { start, _, context in
-                let job = await wyoming.restart(context)
+                let job = try await wyoming.restart(context)
                 try await wyoming.begin(job, format: start.format, context: context)
                 return [try Frame(TranscriptStart(language: job.language))]
             },
             .on(AudioChunk.self, network: true) { chunk, call, context in
-                let state = context.state
+                let state = try context.connection
                 let job = state.wyoming ?? WyomingTranscription(name: nil, language: nil)
                 state.wyoming = job
                 if job.session == nil { try await wyoming.begin(job, format: chunk.format, context: context) }
@@ -156,7 +157,7 @@ struct WyomingTranscriber: Sendable {
                 return []
             },
             .on(AudioStop.self, network: true) { _, _, context in
-                let state = context.state
+                let state = try context.connection
                 guard let job = state.wyoming, let session = job.session else {
                     let language = state.wyoming?.language
                     state.wyoming = nil
@@ -177,8 +178,8 @@ struct WyomingTranscriber: Sendable {
 
     /// The job for a new `audio-start`: the connection's, after ending any stream it had open
     /// (a second `audio-start` without `audio-stop` restarts the transcription).
-    private func restart(_ context: RequestContext) async -> WyomingTranscription {
-        let state = context.state
+    private func restart(_ context: RequestContext) async throws -> WyomingTranscription {
+        let state = try context.connection
         guard let job = state.wyoming else {
             let job = WyomingTranscription(name: nil, language: nil)
             state.wyoming = job
@@ -203,7 +204,7 @@ struct WyomingTranscriber: Sendable {
     private func begin(_ job: WyomingTranscription, format: AudioFormatFields, context: RequestContext) async throws {
         let converter = try PCMConverter(rate: format.rate, width: format.width, channels: format.channels)
         let collected = job.collected
-        let channel = context.state.channel
+        let channel = try context.connection.channel
         let session = try await coordinator.openTranscription(TranscriptionRequest(name: job.name, language: job.language), for: context.client) { _, event in
             switch event {
             case .result(let result) where result.isFinal && !result.text.isEmpty:

@@ -51,6 +51,22 @@ public final class MetricsRegistry: @unchecked Sendable {
             }
         }
 
+        /// Every value now: a counter's or gauge's value, a histogram's count and sum, by label set.
+        public func samples() -> [MetricsRegistry.Sample] {
+            lock.withLock {
+                let names = labels
+                if kind == .histogram {
+                    return histograms.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { key in
+                        let entry = histograms[key]!
+                        return Sample(name: name, kind: kind, labels: Dictionary(uniqueKeysWithValues: zip(names, key)), value: entry.sum, count: entry.count)
+                    }
+                }
+                return values.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { key in
+                    Sample(name: name, kind: kind, labels: Dictionary(uniqueKeysWithValues: zip(names, key)), value: values[key]!, count: nil)
+                }
+            }
+        }
+
         func write(into out: inout String) {
             out += "# HELP \(name) \(help.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n"))\n"
             out += "# TYPE \(name) \(kind.rawValue)\n"
@@ -86,6 +102,16 @@ public final class MetricsRegistry: @unchecked Sendable {
         }
     }
 
+    /// One value of a family (``Family/samples()``): for a histogram, `value` is the sum of its
+    /// observations and `count` their number.
+    public struct Sample: Sendable, Hashable {
+        public var name: String
+        public var kind: Kind
+        public var labels: [String: String]
+        public var value: Double
+        public var count: Int?
+    }
+
     private let lock = NSLock()
     // Guarded by `lock`.
     private var families: [Family] = []
@@ -104,6 +130,11 @@ public final class MetricsRegistry: @unchecked Sendable {
         var out = ""
         for family in lock.withLock({ families }) { family.write(into: &out) }
         return out
+    }
+
+    /// Every family's samples, in registration order: the same numbers ``exposition()`` writes.
+    public func samples() -> [Sample] {
+        lock.withLock { families }.flatMap { $0.samples() }
     }
 
     /// `Content-Type` of ``exposition()``.

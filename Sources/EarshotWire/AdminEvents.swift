@@ -430,6 +430,24 @@ public struct LoadedModelInfo: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey { case key, users, memoryBytes = "memory_bytes" }
 }
 
+/// One value of the daemon's metrics, as `GET /metrics` exposes it (Docs/HTTP.md): a counter's or
+/// gauge's value, or for a histogram the sum (`value`) and number (`count`) of its observations.
+public struct MetricSampleInfo: Codable, Sendable, Hashable {
+    public var name: String
+    /// `counter`, `gauge` or `histogram`.
+    public var kind: String
+    public var labels: [String: String]
+    public var value: Double
+    public var count: Int?
+    public init(name: String, kind: String, labels: [String: String], value: Double, count: Int? = nil) {
+        self.name = name
+        self.kind = kind
+        self.labels = labels
+        self.value = value
+        self.count = count
+    }
+}
+
 /// `earshot.stats.result`.
 public struct StatsReply: WireEvent, Hashable {
     public static let eventType = "earshot.stats.result"
@@ -447,10 +465,17 @@ public struct StatsReply: WireEvent, Hashable {
     /// Live session objects by kind (`AnalysisSession`, `PocketSphinxDecoder`, `SileroDetector`,
     /// `Resampler`, `WyomingTranscription`): diagnostics that show whether ended sessions are freed.
     public var liveObjects: [String: Int]?
+    /// Open sessions by engine (a session with modules on two engines counts under both).
+    public var sessionsByEngine: [String: Int]?
+    /// Every value of the daemon's metrics (the same counters `GET /metrics` serves).
+    public var metrics: [MetricSampleInfo]?
     public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int,
-                anonymousBytes: Int? = nil, fileBytes: Int? = nil, liveObjects: [String: Int]? = nil) {
+                anonymousBytes: Int? = nil, fileBytes: Int? = nil, liveObjects: [String: Int]? = nil,
+                sessionsByEngine: [String: Int]? = nil, metrics: [MetricSampleInfo]? = nil) {
         self.id = id
         self.sessions = sessions
+        self.sessionsByEngine = sessionsByEngine
+        self.metrics = metrics
         self.models = models
         self.modelLoads = modelLoads
         self.residentBytes = residentBytes
@@ -459,5 +484,6 @@ public struct StatsReply: WireEvent, Hashable {
         self.liveObjects = liveObjects
     }
     enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes",
-                               anonymousBytes = "anonymous_bytes", fileBytes = "file_bytes", liveObjects = "live_objects" }
+                               anonymousBytes = "anonymous_bytes", fileBytes = "file_bytes", liveObjects = "live_objects",
+                               sessionsByEngine = "sessions_by_engine", metrics }
 }

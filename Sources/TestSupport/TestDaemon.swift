@@ -39,6 +39,17 @@ public final class TestDaemon: Sendable {
         throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "nothing listens on \(path) after \(timeout)"])
     }
 
+    /// Waits until the daemon has logged `text` (its stderr); throws after `timeout`.
+    public func waitForLog(_ text: String, timeout: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !child.stderr.contains(text) {
+            guard ContinuousClock.now < deadline else {
+                throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "the daemon never logged \"\(text)\": \(child.stderr)"])
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// SIGTERM, then the exit status.
     public func terminate() async -> Int32? {
         child.signal(SIGTERM)

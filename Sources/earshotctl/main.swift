@@ -37,7 +37,8 @@ let usage = """
                                                "by uid N", as earshot-update.service does; a label, it grants
                                                nothing). Killing the client does not stop the update: the daemon
                                                finishes it and a later run joins it
-      stats                                    analysis sessions and loaded models with their memory
+      stats                                    analysis sessions by engine, loaded models with their memory, and every
+                                               counter of GET /metrics (the same numbers)
     an option a command does not take is an error.
     exit status: 0 done (something changed), 1 needs an admin (an error, a refused signature or rollback,
       a bad hash, no disk space), 2 nothing to do (update: nothing newer, or no source reachable: a
@@ -161,7 +162,8 @@ do {
         if json {
             Output.json(reply)
         } else {
-            Output.fields([("sessions", "\(reply.sessions)"), ("model loads", "\(reply.modelLoads) since start"),
+            let engines = (reply.sessionsByEngine ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            Output.fields([("sessions", "\(reply.sessions)" + (engines.isEmpty ? "" : " (\(engines.joined(separator: ", ")))")), ("model loads", "\(reply.modelLoads) since start"),
                            ("resident memory", ProgressDisplay.bytes(Int64(reply.residentBytes)))]
                           + [("  anonymous (heap)", reply.anonymousBytes), ("  file-backed", reply.fileBytes)].compactMap { name, bytes in
                               bytes.map { (name, ProgressDisplay.bytes(Int64($0))) }
@@ -169,6 +171,15 @@ do {
             if !reply.models.isEmpty {
                 print("")
                 Output.table(["MODEL", "SESSIONS", "MEMORY"], reply.models.map { [$0.key, "\($0.users)", ProgressDisplay.bytes(Int64($0.memoryBytes))] })
+            }
+            if let metrics = reply.metrics, !metrics.isEmpty {
+                print("")
+                Output.table(["METRIC", "LABELS", "VALUE"], metrics.map { sample in
+                    let labels = sample.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+                    let number = sample.value == sample.value.rounded() && abs(sample.value) < 1e15 ? "\(Int64(sample.value))" : String(format: "%.3f", sample.value)
+                    let value = sample.count.map { "\($0) observed, sum \(number)" } ?? number
+                    return [sample.name, labels.isEmpty ? "-" : labels, value]
+                })
             }
         }
     case "update":

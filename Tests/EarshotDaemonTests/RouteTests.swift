@@ -17,7 +17,7 @@ import Testing
 
     static func serve(_ route: Route, _ event: some WireEvent, admin: Bool) async throws -> [Frame] {
         var (context, fds) = try context(admin: admin)
-        defer { context.state.channel.close(); close(fds[1]) }
+        defer { context.state?.channel.close(); close(fds[1]) }
         return try await route.serve(Call(frame: try Frame(event), progress: { _ in }), &context)
     }
 
@@ -51,7 +51,7 @@ import Testing
     @Test func badDataIsBadRequestEvenForAnAdminRoute() async throws {
         let route = Route.on(GCRequest.self, .admin("run garbage collection")) { _, _, _ in [] }
         var (context, fds) = try Self.context(admin: false)
-        defer { context.state.channel.close(); close(fds[1]) }
+        defer { context.state?.channel.close(); close(fds[1]) }
         var frame = try Frame(GCRequest(id: "g"))
         frame.data["dry_run"] = .string("yes")
         let code = await Self.code { try await route.serve(Call(frame: frame, progress: { _ in }), &context) }

@@ -17,7 +17,7 @@ import TestSupport
             try await client.hello("org.example.crash")
             try await client.send(InstallRequest(id: "i", modules: [Modules.transcriber("en-US")]))
             try await waitForProgress(client) { $0.phase == phase }
-            try await waitForLog(first, "test pause: \(phase.rawValue)")
+            try await first.waitForLog("test pause: \(phase.rawValue)")
             let stagingAtKill = fixture.stagingEntries
             await fixture.kill(first)
             client.close()
@@ -108,15 +108,6 @@ import TestSupport
             if frame.type != InstallProgress.eventType { throw FixtureError("unexpected \(frame.type): \(frame.data)") }
         }
         throw FixtureError("no matching progress within \(timeout)")
-    }
-
-    private func waitForLog(_ daemon: TestDaemon, _ text: String, timeout: Duration = .seconds(10)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if daemon.child.stderr.contains(text) { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw FixtureError("daemon never logged \"\(text)\": \(daemon.child.stderr)")
     }
 
     /// After a completed install: one current version with the right bytes, no staging leftovers,

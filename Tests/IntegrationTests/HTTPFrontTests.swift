@@ -151,33 +151,14 @@ struct HTTPFrontTests {
     }
 
     /// `/metrics` parses with the Prometheus client library's own parser, and its counters move
-    /// with a transcription.
+    /// with a transcription; `earshotctl stats --json` reports the same counters (one source).
     @Test func metricsParseAndMoveWithATranscription() async throws {
         let daemon = try SpeechDaemon.shared()
-        let script = """
-        import sys, json
-        from prometheus_client.parser import text_string_to_metric_families
-        out = {}
-        for family in text_string_to_metric_families(sys.stdin.read()):
-            for sample in family.samples:
-                key = sample.name + json.dumps(dict(sorted(sample.labels.items())), sort_keys=True)
-                out[key] = sample.value
-        print(json.dumps(out))
-        """
-        func scrape() async throws -> [String: Double] {
-            let reply = try await Self.curl(["http://earshot/metrics"])
-            try #require(reply.status == 200 && reply.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true, "\(reply)")
-            let input = daemon.directory.file("metrics-\(UUID().uuidString)")
-            try reply.body.write(toFile: input, atomically: true, encoding: .utf8)
-            let run = try await ChildProcess.run("/bin/sh", ["-c", "python3 -c \"$0\" < \"$1\"", script, input], in: daemon.directory)
-            try #require(run.status == 0, "the Prometheus parser refused /metrics: \(run.stderr)\n\(reply.body)")
-            return try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Double])
-        }
-        let before = try await scrape()
+        let sum = PrometheusScrape.sum
+        let before = try await PrometheusScrape.scrape(try Self.socket, in: daemon.directory)
         let reply = try await Self.curl(["-F", "file=@\(SpeechFixtures.path(Self.utterance))", "http://earshot/v1/audio/transcriptions"])
         #expect(reply.status == 200)
-        let after = try await scrape()
-        func sum(_ metrics: [String: Double], _ prefix: String) -> Double { metrics.filter { $0.key.hasPrefix(prefix) }.values.reduce(0, +) }
+        let after = try await PrometheusScrape.scrape(try Self.socket, in: daemon.directory)
         print("[metrics] \(after.keys.sorted().prefix(40))")
         #expect(sum(after, "earshot_sessions_opened_total") == sum(before, "earshot_sessions_opened_total") + 1)
         #expect(sum(after, "earshot_audio_seconds_total") - sum(before, "earshot_audio_seconds_total") > 7, "7.1 s of audio were analysed")
@@ -187,6 +168,30 @@ struct HTTPFrontTests {
         #expect(after["earshot_model_loads_total{}", default: 0] >= 1)
         #expect(after[#"earshot_resident_memory_bytes{"kind": "anonymous"}"#, default: 0] > 0)
         #expect(sum(after, "earshot_installed_assets") >= 3)
+
+        // Real-time factor per engine: every decoded segment is one observation, well under real time.
+        let rtf = #"earshot_real_time_factor_count{"engine": "sherpa-onnx-whisper"}"#
+        let decodes = after[rtf, default: 0] - before[rtf, default: 0]
+        #expect(decodes >= 1, "\(after.keys.filter { $0.hasPrefix("earshot_real_time_factor") })")
+        let seconds = #"earshot_real_time_factor_sum{"engine": "sherpa-onnx-whisper"}"#
+        #expect(after[seconds, default: 0] > before[seconds, default: 0])
+        // The suite's installs went through install jobs and downloads; the catalog has a version.
+        #expect(after[#"earshot_install_jobs_finished_total{"kind": "install", "result": "succeeded"}"#, default: 0] >= 2)
+        #expect(after["earshot_download_bytes_total{}", default: 0] > 0)
+        #expect(sum(after, "earshot_catalog_version{") >= 1)
+        #expect(sum(after, "earshot_catalog_age_seconds{") >= 0 && after.keys.contains { $0.hasPrefix("earshot_catalog_age_seconds{") })
+        #expect(after[#"earshot_verification_failures_total{"check": "hash"}"#] == 0)
+
+        // earshotctl stats reads the same counters.
+        let stats = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "stats", "--json"], in: daemon.directory)
+        try #require(stats.status == 0, "\(stats.stderr)")
+        let samples = try #require(try JSONDecoder().decode(StatsReply.self, from: Data(stats.stdout.utf8)).metrics)
+        func value(_ name: String, _ labels: [String: String] = [:]) -> Double? { samples.first { $0.name == name && $0.labels == labels }?.value }
+        #expect(value("earshot_sessions_opened_total", ["engine": "sherpa-onnx-whisper"]) == after[#"earshot_sessions_opened_total{"engine": "sherpa-onnx-whisper"}"#])
+        #expect(value("earshot_download_bytes_total") == after["earshot_download_bytes_total{}"])
+        #expect(samples.first { $0.name == "earshot_real_time_factor" && $0.labels == ["engine": "sherpa-onnx-whisper"] }?.count == Int(after[rtf] ?? -1))
+        let text = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "stats"], in: daemon.directory)
+        #expect(text.stdout.contains("earshot_install_jobs_started_total"), "\(text.stdout)")
     }
 }
 

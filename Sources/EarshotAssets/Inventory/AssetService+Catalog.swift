@@ -126,12 +126,20 @@ extension AssetService {
             }
             return (CatalogRefreshResult(url: url, outcome: .updated, version: record.catalog.version, message: nil), record)
         } catch {
+            if let refusal = error as? CatalogError, case .signature = refusal { observer?.verificationFailed(.signature) }
             let unreachable = (error as? DownloadError)?.isUnreachable ?? false
             let kept = stored.map { "keeping version \($0.catalog.version)" } ?? "no catalog from it yet"
             log("catalog \(url) \(unreachable ? "unreachable" : "refused"): \(error); \(kept)", .warning,
                 ["source": url, "reason": "\(error)", "kept_version": stored.map { "\($0.catalog.version)" } ?? "none"])
             return (CatalogRefreshResult(url: url, outcome: unreachable ? .unreachable : .failed, version: stored?.catalog.version, message: "\(error)"), nil)
         }
+    }
+
+    /// Seconds since this daemon fetched the catalog version in use, by source URL (sources
+    /// without a catalog are absent).
+    public func catalogAges() -> [String: Double] {
+        let now = clock.wallTime()
+        return Dictionary(settings.catalogURLs.compactMap { url in catalogs[url].map { (url, max(0, now - $0.fetchedAt)) } }, uniquingKeysWith: max)
     }
 
     /// The merged catalog assets and the sources they came from.

@@ -122,6 +122,7 @@ extension AssetService {
     /// recorded in `resumable_downloads` (kept for a later resume); any other failure removes it,
     /// unless another running job shares the file.
     func execute(_ job: InstallJob) async {
+        observer?.installJobStarted(isUpdate: job.isUpdate)
         let result: Result<Void, AssetError>
         var replaced: Int?
         do {
@@ -169,7 +170,18 @@ extension AssetService {
             log("installed \(job.key) (by \(job.requestedBy))", .info, ["asset": job.entry.id, "to_version": "\(job.entry.version)", "requested_by": job.requestedBy])
         }
         jobs[job.key] = nil
+        observer?.installJobEnded(isUpdate: job.isUpdate, result: Self.jobResult(result, shuttingDown: shuttingDown))
         job.finish(result)
+    }
+
+    /// How a job's `result` counts for the observer.
+    static func jobResult(_ result: Result<Void, AssetError>, shuttingDown: Bool) -> InstallJobResult {
+        switch result {
+        case .success: .succeeded
+        case .failure where shuttingDown: .interrupted
+        case .failure(.cancelled): .cancelled
+        case .failure: .failed
+        }
     }
 
     /// download → verify → extract into staging → fsync + rename → commit. Returns the version
@@ -198,7 +210,8 @@ extension AssetService {
             options.maxBytesPerSecond = job.bandwidthLimit ?? options.maxBytesPerSecond
             let request = DownloadRequest(urls: entry.urls, destination: download, expectedSize: entry.size, options: options)
             do {
-                _ = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, isCancelled: { job.isCancelled })
+                let fetched = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, isCancelled: { job.isCancelled })
+                observer?.downloaded(bytes: fetched.bytesTransferred)
             } catch {
                 throw Self.map(error, asset: entry)
             }
@@ -211,6 +224,7 @@ extension AssetService {
         let digest = try await BlockingWork.run("earshot.verify") { try FileDigest.sha256(path: download) }
         guard Self.fileSize(download) == entry.size, digest == entry.sha256 else {
             Self.removeDownload(download)
+            observer?.verificationFailed(.hash)
             let reason = "downloaded file does not match the catalog's size and SHA-256 (got \(digest))"
             try await recordBadDownload(entry, reason: reason)
             throw AssetError.verificationFailed("\(entry.id)@\(entry.version): \(reason)")
@@ -268,7 +282,10 @@ extension AssetService {
             if let placed { try? FileManager.default.removeItem(atPath: placed) }
             let failure = Self.map(error, asset: entry)
             // A download whose archive is rejected will never install: do not keep it in the cache.
-            if case .verificationFailed = failure { Self.removeDownload(download) }
+            if case .verificationFailed = failure {
+                observer?.verificationFailed(.archive)
+                Self.removeDownload(download)
+            }
             throw failure
         }
         Self.removeDownload(download)

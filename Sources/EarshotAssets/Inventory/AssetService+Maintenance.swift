@@ -253,6 +253,7 @@ extension AssetService {
             try await remove(removals.map(\.0))
             if !expired.isEmpty { try await cancelUnneededJobs() }
             report.removed += try await sweepDownloads(dryRun: false)
+            observer?.garbageCollected(freedBytes: report.freedBytes)
             return report
         }
     }

@@ -114,9 +114,12 @@ public actor AssetService {
     let jobQueue: AsyncStream<InstallJob>
     let jobSubmitter: AsyncStream<InstallJob>.Continuation
     let logSink: @Sendable (AssetLogEntry) -> Void
+    /// Told about jobs, downloaded bytes, verification failures and GC runs (the daemon's metrics).
+    let observer: (any AssetObserver)?
 
     /// Opens the store in `settings.stateDirectory` (creating it) and loads what it knows.
-    public init(settings: AssetSettings, clock: any ServiceClock = SystemServiceClock(), log: @escaping @Sendable (AssetLogEntry) -> Void = { _ in }) throws {
+    public init(settings: AssetSettings, clock: any ServiceClock = SystemServiceClock(), observer: (any AssetObserver)? = nil,
+                log: @escaping @Sendable (AssetLogEntry) -> Void = { _ in }) throws {
         for dir in [settings.stateDirectory, settings.cacheDirectory, settings.assetsDirectory, settings.downloadsDirectory] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
@@ -124,6 +127,7 @@ public actor AssetService {
         self.clock = clock
         downloader = Downloader(clock: clock)
         logSink = log
+        self.observer = observer
         database = try InventoryStore(directory: settings.stateDirectory)
         (jobQueue, jobSubmitter) = AsyncStream.makeStream(of: InstallJob.self)
     }

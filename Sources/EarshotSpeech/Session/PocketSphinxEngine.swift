@@ -17,6 +17,22 @@ enum PocketSphinxEngine {
     }
 }
 
+extension PocketSphinxEngine {
+    /// Approximate memory one decoder holds: the files it reads whole (the acoustic model's
+    /// directory, the language model and the dictionary). Blocking (it stats files).
+    static func memoryBytes(files: [String: String]) -> Int {
+        let manager = FileManager.default
+        func size(_ path: String) -> Int { (try? manager.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        var total = 0
+        if let acousticFile = files["acoustic_model"] {
+            let directory = (acousticFile as NSString).deletingLastPathComponent
+            total += ((try? manager.contentsOfDirectory(atPath: directory)) ?? []).reduce(0) { $0 + size(directory + "/" + $1) }
+        }
+        for role in ["language_model", "dictionary"] { total += files[role].map(size) ?? 0 }
+        return total
+    }
+}
+
 /// Contextual strings made usable by one PocketSphinx decoder: phrases of dictionary words (with
 /// the missing ones pronounced by espeak-ng and added), and the words that cannot be used.
 struct PocketSphinxContext {

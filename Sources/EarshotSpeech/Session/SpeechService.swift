@@ -62,14 +62,20 @@ public struct SessionPlan: Sendable {
 
 /// A shared model whose decodes wait for a slot of the daemon-wide gate, as session `client`
 /// (on the session's own threads, never the pool).
+/// Each decode's cost goes to `observer` under `engine`.
 struct GatedTranscriber: SegmentTranscribing {
     let model: any SegmentTranscribing
     let gate: DecodeGate
     let client: String
+    let engine: String
+    let observer: (any SpeechObserver)?
     func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
         gate.acquire(client: client)
         defer { gate.release(client: client) }
-        return try model.transcribe(samples, sampleRate: sampleRate)
+        let start = DispatchTime.now()
+        let transcription = try model.transcribe(samples, sampleRate: sampleRate)
+        if sampleRate > 0 { observer?.decoded(engine: engine, audioSeconds: Double(samples.count) / Double(sampleRate), computeSeconds: secondsSince(start)) }
+        return transcription
     }
 }
 
@@ -81,6 +87,10 @@ public struct SpeechStats: Sendable, Hashable, Codable {
         public var memoryBytes: Int
     }
     public var sessions: Int
+    /// Open sessions by engine (a session with modules on two engines counts under both).
+    public var sessionsByEngine: [String: Int]
+    /// Shared models, then the per-session decoders (PocketSphinx), one row per asset as
+    /// `id@version/per-session` with their sessions and approximate memory.
     public var models: [Model]
     /// Model loads since start (a shared model loads once).
     public var loads: Int
@@ -105,10 +115,15 @@ public actor SpeechService {
     /// Sessions admitted and still loading their models.
     private var opening = 0
     private var nextID = 1
+    /// Told what each decode cost (the daemon's real-time factor metrics).
+    private let observer: (any SpeechObserver)?
+    /// Approximate memory of one per-session decoder, by asset key (read from its files once).
+    private var decoderBytes: [String: Int] = [:]
 
-    /// `clock` times model lingering (``runEvictor()``).
-    public init(settings: SpeechSettings, clock: any ServiceClock = SystemServiceClock()) {
+    /// `clock` times model lingering (``runEvictor()``); `observer` hears each decode's cost.
+    public init(settings: SpeechSettings, clock: any ServiceClock = SystemServiceClock(), observer: (any SpeechObserver)? = nil) {
         self.settings = settings
+        self.observer = observer
         cache = ModelCache(lingerSeconds: settings.lingerSeconds, clock: clock)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
         decodeGate = DecodeGate(slots: settings.decodeSlots)
@@ -174,12 +189,12 @@ public actor SpeechService {
                 let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), language: language, task: task, numThreads: threads)
                 return (model, model.memoryBytes)
             }
-            return .segments(GatedTranscriber(model: model, gate: decodeGate, client: session ?? ""))
+            return .segments(GatedTranscriber(model: model, gate: decodeGate, client: session ?? "", engine: asset.engine, observer: observer))
         case "pocketsphinx":
             let decoder = try await BlockingWork.run("earshot.decoder") {
                 try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.allStrings)
             }
-            return .streaming(decoder)
+            return .streaming(observer.map { MeteredDecoder(decoder, engine: asset.engine, observer: $0) } ?? decoder)
         case "sherpa-onnx-silero-vad":
             return .detector
         default:
@@ -293,8 +308,23 @@ public actor SpeechService {
 
     public func stats() async -> SpeechStats {
         await cache.evict()
-        let models = await cache.loaded.map { SpeechStats.Model(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) }
-        return SpeechStats(sessions: sessions.count, models: models, loads: await cache.loads)
+        let shared = await cache.loaded.map { SpeechStats.Model(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) }
+        var byEngine: [String: Int] = [:]
+        var decoders: [String: (users: Int, files: [String: String])] = [:]
+        for entry in sessions.values {
+            for engine in Set(entry.plan.modules.map(\.asset.engine)) { byEngine[engine, default: 0] += 1 }
+            for asset in Set(entry.plan.modules.map(\.asset)) where asset.engine == "pocketsphinx" {
+                decoders[asset.key, default: (0, asset.files)].users += 1
+            }
+        }
+        for (key, decoder) in decoders where decoderBytes[key] == nil {
+            let files = decoder.files
+            decoderBytes[key] = await BlockingWork.run("earshot.stats") { PocketSphinxEngine.memoryBytes(files: files) }
+        }
+        let perSession = decoders.map { key, decoder in
+            SpeechStats.Model(key: key + "/per-session", users: decoder.users, memoryBytes: decoder.users * (decoderBytes[key] ?? 0))
+        }
+        return SpeechStats(sessions: sessions.count, sessionsByEngine: byEngine, models: shared + perSession.sorted { $0.key < $1.key }, loads: await cache.loads)
     }
 }
 

@@ -35,6 +35,21 @@ struct ContextualStringsTests {
 
     /// Words the dictionary lacks get espeak-ng's pronunciation: with a dictionary without
     /// "dashwood" and "prudently", the context adds them and they are recognized.
+    /// Regression: with metrics on, a session's PocketSphinx stream is wrapped in a
+    /// `MeteredDecoder`, and contexts set mid-session no longer found the stream to reach.
+    @Test func meteredDictationStillTakesAMidSessionContext() async throws {
+        struct Observer: SpeechObserver { func decoded(engine: String, audioSeconds: Double, computeSeconds: Double) {} }
+        let words = try await onPocketSphinxThread { () -> [String] in
+            let stream = PocketSphinxStream(try PocketSphinxDecoder(model: PocketSphinxFixtures.model()))
+            let metered = MeteredDecoder(stream, engine: "pocketsphinx", observer: Observer())
+            let found = try #require(PocketSphinxStream.underlying(metered))
+            #expect(found === stream)
+            try found.setContext(["Dashwood"])
+            return WordErrorRate.words(try metered.decodeWhole(try PocketSphinxFixtures.librivox(Self.utterance), alternatives: 0).text)
+        }
+        #expect(words.contains("dashwood"), "\(words)")
+    }
+
     @Test func missingWordsArePronouncedAndRecognized() async throws {
         let directory = try TempDirectory("esctx")
         defer { directory.remove() }

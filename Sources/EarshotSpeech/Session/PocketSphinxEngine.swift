@@ -109,6 +109,12 @@ final class PocketSphinxStream: StreamingDecoding, @unchecked Sendable {
 
     init(_ decoder: PocketSphinxDecoder) { self.decoder = decoder }
 
+    /// The PocketSphinx stream a session's streaming decoder is or meters (nil for other engines),
+    /// so contexts set mid-session reach it whether or not metrics wrap it.
+    static func underlying(_ decoder: any StreamingDecoding) -> PocketSphinxStream? {
+        ((decoder as? MeteredDecoder)?.decoder ?? decoder) as? PocketSphinxStream
+    }
+
     /// The words of the current context that are not used, with why.
     var unhonored: [(word: String, reason: String)] { lock.withLock { report } }
 

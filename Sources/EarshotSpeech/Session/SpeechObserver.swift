@@ -17,7 +17,8 @@ func secondsSince(_ start: DispatchTime) -> Double {
 /// in the decoder from the utterance's start to its end, against the audio it was given.
 /// (Unchecked Sendable: owned by one session and used only on its queue, like the decoder.)
 final class MeteredDecoder: StreamingDecoding, @unchecked Sendable {
-    private let decoder: any StreamingDecoding
+    /// The decoder it meters.
+    let decoder: any StreamingDecoding
     private let engine: String
     private let observer: any SpeechObserver
     private var samples = 0

@@ -168,7 +168,7 @@ public actor SpeechService {
             let engine = try await engine(for: module.configuration, asset: module.asset, context: context, session: session)
             switch engine {
             case .segments: keys.append(Self.cacheKey(module.asset, configuration: module.configuration, threads: settings.inferenceThreads))
-            case .streaming(let decoder): streams[index] = decoder as? PocketSphinxStream
+            case .streaming(let decoder): streams[index] = PocketSphinxStream.underlying(decoder)
             case .detector: break
             }
             built.append(SessionModule(index: index, configuration: module.configuration, engine: engine))

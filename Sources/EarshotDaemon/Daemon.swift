@@ -258,6 +258,7 @@ public struct Daemon: Sendable {
         var network = HTTPNetworkAccess()
         network.user = .networkUser(ConfigValidation.uid(ofUser: config["HTTP.User"]) ?? 65534)
         network.anonymousApp = config["HTTP.AllowAnonymous"] == "yes" ? "http-anonymous" : nil
+        network.metrics = HTTPNetworkAccess.MetricsAccess(rawValue: config["HTTP.TCPMetrics"]) ?? .key
         if !config["HTTP.KeyFile"].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config["HTTP.KeyFile"]) }
         let front = HTTPFront(harness: harness, admins: admins, metrics: metrics, network: network, scratch: scratch)
         var listeners: [HTTPListener] = []

@@ -75,8 +75,11 @@ struct HTTPFront: HTTPHandler {
             response.headers.append(("Allow", candidates.map(\.method).joined(separator: ", ")))
             return response
         }
-        if case .network = head.peer, network.identity(head) == nil {
-            var response = HTTPResponse.openAIError(401, network.anonymousApp == nil ? "a valid API key is required over TCP (Authorization: Bearer KEY; keys are in [HTTP] KeyFile)" : "invalid API key",
+        if case .network = head.peer, head.path == "/metrics", network.metrics == .off {
+            return .openAIError(403, "/metrics is not served over TCP ([HTTP] TCPMetrics=off): scrape the Unix socket", code: ErrorCode.permissionDenied.rawValue)
+        }
+        if case .network = head.peer, network.identity(head, path: head.path) == nil {
+            var response = HTTPResponse.openAIError(401, head.header("authorization") == nil ? "a valid API key is required over TCP (Authorization: Bearer KEY; keys are in [HTTP] KeyFile)" : "invalid API key",
                                                     code: "invalid_api_key")
             response.headers.append(("WWW-Authenticate", "Bearer"))
             return response
@@ -106,7 +109,7 @@ struct HTTPFront: HTTPHandler {
         let identity: (uid: UInt32, appID: String)?
         switch request.head.peer {
         case .local(let peer): identity = (peer.uid, request.head.header("x-earshot-app") ?? "http")
-        case .network: identity = network.identity(request.head).map { (network.user.uid, $0) }
+        case .network: identity = network.identity(request.head, path: request.head.path).map { (network.user.uid, $0) }
         }
         guard let route = Self.routes.first(where: { $0.method == request.head.method && $0.matches(request.head.path) }), let identity else {
             return refusal(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
@@ -181,6 +184,12 @@ struct HTTPNetworkAccess: Sendable {
     var keys: [(key: [UInt8], app: String)] = []
     var user = PeerCredentials(pid: 0, uid: 65534, gid: 65534)
     var anonymousApp: String?
+    /// Who may read `/metrics` over TCP (`[HTTP] TCPMetrics`).
+    var metrics: MetricsAccess = .key
+
+    /// `[HTTP] TCPMetrics`: `key` — a key from the key file, never anonymous; `open` — anyone who
+    /// reaches the port (a scraper without credentials); `off` — never over TCP.
+    enum MetricsAccess: String, Sendable, CaseIterable { case key, open, off }
 
     /// Reads a key file: `KEY APP-ID` per line, `#` comments; keys of at least 16 characters.
     static func keys(fromFile path: String) throws -> [(key: [UInt8], app: String)] {
@@ -195,9 +204,26 @@ struct HTTPNetworkAccess: Sendable {
         }
     }
 
-    /// The app a request acts as: its bearer key's, else the anonymous one; nil: refused.
-    func identity(_ head: HTTPRequestHead) -> String? {
+    /// The app a request for `path` acts as: its bearer key's, else the anonymous one (for
+    /// `/metrics` as `TCPMetrics` says); nil: refused.
+    func identity(_ head: HTTPRequestHead, path: String) -> String? {
+        guard path == "/metrics" else { return identity(head) }
+        switch metrics {
+        case .off: return nil
+        case .open: return keyed(head) ?? "http-metrics"
+        case .key: return keyed(head)
+        }
+    }
+
+    /// The app of the request's bearer key, else the anonymous one; nil: refused.
+    private func identity(_ head: HTTPRequestHead) -> String? {
         guard let header = head.header("authorization"), header.hasPrefix("Bearer ") else { return anonymousApp }
+        return keyed(head)
+    }
+
+    /// The app of the request's bearer key; nil without a valid one.
+    private func keyed(_ head: HTTPRequestHead) -> String? {
+        guard let header = head.header("authorization"), header.hasPrefix("Bearer ") else { return nil }
         let offered = Array(header.dropFirst(7).utf8)
         // Every key is compared in full, so timing does not tell how much of a key matched.
         var found: String?

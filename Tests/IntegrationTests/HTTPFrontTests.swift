@@ -211,6 +211,31 @@ struct HTTPTCPTests {
         await daemon.cleanUp()
     }
 
+    /// `[HTTP] TCPMetrics`: `key` wants a key even when AllowAnonymous lets anonymous callers
+    /// transcribe; `open` serves scrapers without one (other routes still want a key); `off`
+    /// never serves it over TCP (403), while the Unix socket still does.
+    @Test func metricsOverTCPFollowTCPMetrics() async throws {
+        let keys = try TempDirectory("eskeys")
+        defer { keys.remove() }
+        let keyFile = try keys.write("http-keys", "\(Self.key) scraper\n")
+        let auth = ["-H", "Authorization: Bearer \(Self.key)"]
+        for (setting, anonymous, expected) in [("key", "yes", ["metrics": "401", "keyed metrics": "200", "models": "200"]),
+                                               ("open", "no", ["metrics": "200", "keyed metrics": "200", "models": "401"]),
+                                               ("off", "no", ["metrics": "403", "keyed metrics": "403", "models": "401"])] {
+            let port = try WyomingTCPTests.freePort()
+            let daemon = try await TestDaemon(config: "[HTTP]\nListen=127.0.0.1:\(port)\nKeyFile=\(keyFile)\nAllowAnonymous=\(anonymous)\nTCPMetrics=\(setting)\n")
+            do {
+                for (name, path, headers) in [("metrics", "/metrics", [String]()), ("keyed metrics", "/metrics", auth), ("models", "/v1/models", [])] {
+                    let run = try await ChildProcess.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}"] + headers + ["http://127.0.0.1:\(port)\(path)"], in: daemon.directory)
+                    #expect(run.stdout == expected[name], "TCPMetrics=\(setting): \(name) → \(run.stdout) \(run.stderr)")
+                }
+                let local = try await ChildProcess.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", (daemon.socket as NSString).deletingLastPathComponent + "/http.sock", "http://localhost/metrics"], in: daemon.directory)
+                #expect(local.stdout == "200", "TCPMetrics=\(setting): the Unix socket → \(local.stdout) \(local.stderr)")
+            } catch { await daemon.cleanUp(); throw error }
+            await daemon.cleanUp()
+        }
+    }
+
     private func check(_ daemon: TestDaemon, port: UInt16) async throws {
         let url = "http://127.0.0.1:\(port)/v1/models"
         for (name, headers) in [("no key", [String]()), ("wrong key", ["-H", "Authorization: Bearer not-the-key-at-all-000"])] {

@@ -19,7 +19,9 @@ struct SpeechHarness: Sendable {
                 let session = try await harness.coordinator.open(request.modules, options: request.options, context: request.context, for: context.client) { id, event in
                     if let frame = harness.frame(for: event, session: id, connection: connection) { channel.post(frame) }
                 }
-                return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k]))]
+                let keepAlive = harness.speech.settings.keepAlive(granting: request.options)
+                return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k],
+                                                 keepAliveSeconds: keepAlive?.seconds, keepAliveClamped: keepAlive?.clamped))]
             },
             .on(AnalyzerAudio.self) { audio, call, context in
                 guard await harness.coordinator.feed(call.frame.payload, format: AudioFormatSpec(rate: audio.rate, width: audio.width, channels: audio.channels),

@@ -197,7 +197,7 @@ struct HTTPTCPTests {
     static let key = "es-test-key-0123456789abcdef"
 
     @Test func keyRequiredOverTCPAndTheOpenAIClientTranscribes() async throws {
-        let port = try WyomingTCPTests.freePort()
+        let port = try LoopbackPort.free()
         let keys = try TempDirectory("eskeys")
         defer { keys.remove() }
         let keyFile = try keys.write("http-keys", "# test keys\n\(Self.key) notes-app\n")

@@ -33,6 +33,15 @@ let usage = """
 let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device", "keep-alive"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
 let arguments = invocation.arguments
 let command = invocation.command
+/// The options each command takes besides `--socket` and `--json`: any other is an error, never ignored.
+let commandOptions: [String: Set<String>] = [
+    "status": [], "reservations": [], "reserve": [], "release": [],
+    "locales": ["module", "installed"], "install": ["locale", "module", "preset"],
+    "transcribe": ["locale", "module", "translate", "keep-alive", "srt", "vtt", "live", "rate", "channels", "mic", "device"],
+]
+if let allowed = commandOptions[command] {
+    invocation.require(only: allowed, common: ["socket", "json"], program: "earshot", usage: usage)
+}
 let json = arguments.has("json")
 
 /// The app id `earshot` introduces itself as.

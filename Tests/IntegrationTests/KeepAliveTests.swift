@@ -66,6 +66,10 @@ struct KeepAliveTests {
             #expect(run.status == 1)
             #expect(run.child.stderr.contains("--keep-alive needs a duration such as 0, 30s, 5m or 1h, not '\(value)'"), "\(run.child.stderr)")
         }
+        // Only transcribe keeps a model: elsewhere the option is refused, not ignored.
+        let status = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try SpeechDaemon.shared().socket, "status", "--keep-alive", "5m"],
+                                                in: try SpeechDaemon.shared().directory)
+        #expect(status.status == 1 && status.stderr.contains("'status' does not take --keep-alive"), "\(status.stderr)")
         let connection = try TestConnection(SpeechDaemon.shared().socket)
         defer { connection.close() }
         let hostile: [JSONValue] = [.int(-1), .double(-0.5), .string("forever"), .bool(true)]
@@ -81,6 +85,27 @@ struct KeepAliveTests {
         let mismatched = try await WireSession.open(connection, [SpeechFixtures.transcriber()], options: AnalysisOptions(modelRetention: .whileInUse, keepAliveSeconds: 30))
         #expect(mismatched.error?.code == .badRequest, "\(String(describing: mismatched.error))")
         #expect(mismatched.error?.text.contains("needs model_retention lingering") == true)
+    }
+
+    /// Wyoming sessions linger too: a second transcription (a new connection, as Home Assistant
+    /// makes per utterance) finds the model loaded.
+    @Test func wyomingTranscriptionsLoadTheModelOnce() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let monitor = try TestConnection(daemon.socket)
+        defer { monitor.close() }
+        _ = try await monitor.reply(to: EndRetentionRequest())
+        let before = try await monitor.pollStats { $0.models.isEmpty }
+        #expect(before.models.isEmpty, "earlier tests' models were let go: \(before.models)")
+        let script = try daemon.directory.write("wyoming-client.py", SpeechWyomingTests.client)
+        for _ in 0..<2 {
+            let run = try await ChildProcess.run("/usr/bin/env", ["python3", script, daemon.socket, Self.clip], in: daemon.directory, timeout: .seconds(120))
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout.lowercased().contains("young"), "\(run.stdout)")
+        }
+        let warm = try await monitor.stats()
+        #expect(warm.modelLoads == before.modelLoads + 1, "two Wyoming transcriptions load the model once")
+        #expect(warm.models.count == 1 && warm.models.first?.users == 0, "it lingers: \(warm.models)")
+        _ = try await monitor.reply(to: EndRetentionRequest())
     }
 
     /// Issue 10 item 4: it used to take two connections, two hellos and four status queries (and an

@@ -30,10 +30,11 @@ enum TranscribeCommand {
         let keepAlive = try arguments.duration("keep-alive")
         let options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive)
 
-        // One status query when a model is installed (the analyzer shares this connection); only
-        // when none is does it install, with progress, preferring a transcriber over dictation.
+        // One status query when the preferred model is installed (the analyzer shares this
+        // connection); otherwise it installs the first supported candidate — a transcriber over
+        // dictation — with progress.
         var statuses = try await connection.request(ModuleStatusRequest(modules: candidates), expecting: ModuleStatusReply.self).modules
-        if !statuses.contains(.installed) {
+        if statuses.first(where: { $0 != .unsupported }) != .installed {
             _ = try await InstallCommand.run(connection, candidates: candidates, json: true, quiet: true)
             statuses = try await connection.request(ModuleStatusRequest(modules: candidates), expecting: ModuleStatusReply.self).modules
         }

@@ -32,6 +32,12 @@ struct Options {
 let say = BenchmarkOutput.say
 let fail = BenchmarkOutput.fail
 
+/// Why the benchmark cannot go on.
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// One utterance sent to both servers.
 struct Utterance {
     let path, reference: String
@@ -85,74 +91,94 @@ enum WyomingLatency {
         let client = try await BlockingWork.run("client") { try LineWorker(options.python, [options.client], name: "wyoming client", awaitsReady: false) }
         let earshotPort = try LoopbackPort.free()
         let daemon = try await TestDaemon(config: "[Analysis]\nInferenceThreads=2\n[Wyoming]\nListen=tcp://127.0.0.1:\(earshotPort)\n")
-        let cli = BuiltProducts.path("earshot")
-        // Whisper base serves English by default; the progressive preset installs tiny.en.
-        for preset in [[], ["--preset", "progressiveTranscription"]] {
-            let install = try await ChildProcess.run(cli, ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"] + preset,
-                                                     in: daemon.directory, timeout: .seconds(300))
-            guard install.status == 0 || install.status == 2 else { fail("earshot install: \(install.stderr)") }
-        }
-
-        for model in options.models {
-            let peerPort = try LoopbackPort.free()
-            let peer = try ChildProcess(options.python, ["-m", "wyoming_faster_whisper", "--uri", "tcp://127.0.0.1:\(peerPort)", "--model", options.ct2 + "/" + model.ct2,
-                                                         "--local-files-only", "--data-dir", directory.file("peer-data"), "--stt-library", "faster-whisper",
-                                                         "--language", "en", "--compute-type", "int8", "--beam-size", "1", "--cpu-threads", "2"],
-                                        in: directory, name: "wyoming-faster-whisper-\(model.name)")
-            let servers = [Server(name: "Earshot", uri: "tcp://127.0.0.1:\(earshotPort)", model: model.asset),
-                           Server(name: "wyoming-faster-whisper", uri: "tcp://127.0.0.1:\(peerPort)", model: nil)]
-            let peerURI = servers[1].uri
-            try await BlockingWork.run("wait") { _ = try client.ask(json: ["wait": peerURI]) }
-
-            func transcribe(_ utterance: Utterance, on server: Server) async throws -> (text: String, latency: Double) {
-                let path = utterance.path
-                return try await BlockingWork.run("transcribe") {
-                    let answer = try client.ask(json: ["uri": server.uri, "path": path, "name": server.model ?? NSNull()])
-                    guard let text = answer["text"] as? String, let latency = answer["latency_ms"] as? Double else { fail("the client answered \(answer)") }
-                    return (text, latency)
-                }
+        do {
+            let cli = BuiltProducts.path("earshot")
+            // Whisper base serves English by default; the progressive preset installs tiny.en.
+            for preset in [[], ["--preset", "progressiveTranscription"]] {
+                let install = try await ChildProcess.run(cli, ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"] + preset,
+                                                         in: daemon.directory, timeout: .seconds(300))
+                guard install.status == 0 || install.status == 2 else { throw BenchmarkFailure("earshot install: \(install.stderr)") }
             }
-            // Warm: one untimed utterance each (loads the models, fills caches).
-            for server in servers { _ = try await transcribe(utterances[0], on: server) }
-            let loadsBefore = try await TestConnection.stats(of: daemon.socket).modelLoads
-            // [server][read: 1, command: 0]
-            var tallies = Array(repeating: [Tally(), Tally()], count: servers.count)
-            for run in 0..<options.runs {
-                for (index, utterance) in utterances.enumerated() {
-                    // Alternate which server goes first, so neither always runs on a cooler machine.
-                    for offset in servers.indices {
-                        let server = (run + index + offset) % servers.count
-                        let result = try await transcribe(utterance, on: servers[server])
-                        tallies[server][utterance.read ? 1 : 0].latencies.append(result.latency)
-                        tallies[server][utterance.read ? 1 : 0].pairs.append((utterance.reference, result.text))
-                    }
+            for model in options.models {
+                let peerPort = try LoopbackPort.free()
+                let peer = try ChildProcess(options.python, ["-m", "wyoming_faster_whisper", "--uri", "tcp://127.0.0.1:\(peerPort)", "--model", options.ct2 + "/" + model.ct2,
+                                                             "--local-files-only", "--data-dir", directory.file("peer-data"), "--stt-library", "faster-whisper",
+                                                             "--language", "en", "--compute-type", "int8", "--beam-size", "1", "--cpu-threads", "2"],
+                                            in: directory, name: "wyoming-faster-whisper-\(model.name)")
+                do {
+                    try await compare([Server(name: "Earshot", uri: "tcp://127.0.0.1:\(earshotPort)", model: model.asset),
+                                       Server(name: "wyoming-faster-whisper", uri: "tcp://127.0.0.1:\(peerPort)", model: nil)],
+                                      on: model, utterances: utterances, runs: options.runs, client: client, daemon: daemon)
+                } catch {
+                    await stop(peer)
+                    throw BenchmarkFailure("\(error)\nwyoming-faster-whisper's log ends:\n\(peer.stderr.suffix(2000))")
                 }
+                await stop(peer)
             }
-            let stats = try await TestConnection.stats(of: daemon.socket)
-            peer.signal(SIGTERM)
-            _ = await peer.wait(timeout: .seconds(20))
-            await peer.stop()
-
-            say("")
-            say("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX converted from them)")
-            for (kind, label) in [(0, "\(commands.count) commands"), (1, "\(LibriVox.ids.count) LibriVox utterances"), (nil, "all \(utterances.count)")] as [(Int?, String)] {
-                say("  \(label) × \(options.runs) runs")
-                let merged = tallies.map { server in
-                    kind.map { server[$0] } ?? Tally(latencies: server[0].latencies + server[1].latencies, pairs: server[0].pairs + server[1].pairs)
-                }
-                for (server, tally) in zip(servers, merged) {
-                    say("    " + server.name.padding(toLength: 23, withPad: " ", startingAt: 0)
-                        + String(format: "latency median %6.0f ms  p90 %6.0f ms   WER %5.1f %%", percentile(tally.latencies, 0.5), percentile(tally.latencies, 0.9),
-                                 LibriVox.wer(tally.pairs) * 100))
-                }
-                say(String(format: "    ratio Earshot / wyoming-faster-whisper: latency median %.2f×, p90 %.2f×",
-                           percentile(merged[0].latencies, 0.5) / percentile(merged[1].latencies, 0.5), percentile(merged[0].latencies, 0.9) / percentile(merged[1].latencies, 0.9)))
-            }
-            let served = stats.models.map(\.key).filter { $0.hasPrefix(model.asset + "@") }
-            say("  earshotd: \(stats.modelLoads - loadsBefore) model loads during the timed runs; \(model.asset) loaded: \(served.joined(separator: ", "))")
-            if served.isEmpty { fail("earshotd did not serve \(model.asset): the transcribe name did not select it") }
+        } catch {
+            await BlockingWork.run("client-stop") { client.stop() }
+            await daemon.cleanUp()
+            fail("\(error)")
         }
         await BlockingWork.run("client-stop") { client.stop() }
         await daemon.cleanUp()
+    }
+
+    static func stop(_ peer: ChildProcess) async {
+        peer.signal(SIGTERM)
+        _ = await peer.wait(timeout: .seconds(20))
+        await peer.stop()
+    }
+
+    /// Sends every utterance to both `servers` (Earshot first in the list), `runs` times
+    /// interleaved after one untimed each, and prints the figures.
+    static func compare(_ servers: [Server], on model: WhisperBenchModel, utterances: [Utterance], runs: Int, client: LineWorker, daemon: TestDaemon) async throws {
+        let peerURI = servers[1].uri
+        try await BlockingWork.run("wait") { _ = try client.ask(json: ["wait": peerURI]) }
+        func transcribe(_ utterance: Utterance, on server: Server) async throws -> (text: String, latency: Double) {
+            let path = utterance.path
+            return try await BlockingWork.run("transcribe") {
+                let answer = try client.ask(json: ["uri": server.uri, "path": path, "name": server.model ?? NSNull()])
+                guard let text = answer["text"] as? String, let latency = answer["latency_ms"] as? Double else { throw BenchmarkFailure("the client answered \(answer)") }
+                return (text, latency)
+            }
+        }
+        // Warm: one untimed utterance each (loads the models, fills caches).
+        for server in servers { _ = try await transcribe(utterances[0], on: server) }
+        let loadsBefore = try await TestConnection.stats(of: daemon.socket).modelLoads
+        // [server][read: 1, command: 0]
+        var tallies = Array(repeating: [Tally(), Tally()], count: servers.count)
+        for run in 0..<runs {
+            for (index, utterance) in utterances.enumerated() {
+                // Alternate which server goes first, so neither always runs on a cooler machine.
+                for offset in servers.indices {
+                    let server = (run + index + offset) % servers.count
+                    let result = try await transcribe(utterance, on: servers[server])
+                    tallies[server][utterance.read ? 1 : 0].latencies.append(result.latency)
+                    tallies[server][utterance.read ? 1 : 0].pairs.append((utterance.reference, result.text))
+                }
+            }
+        }
+        let stats = try await TestConnection.stats(of: daemon.socket)
+
+        say("")
+        say("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX converted from them)")
+        let commandCount = utterances.filter { !$0.read }.count
+        for (kind, label) in [(0, "\(commandCount) commands"), (1, "\(utterances.count - commandCount) LibriVox utterances"), (nil, "all \(utterances.count)")] as [(Int?, String)] {
+            say("  \(label) × \(runs) runs")
+            let merged = tallies.map { server in
+                kind.map { server[$0] } ?? Tally(latencies: server[0].latencies + server[1].latencies, pairs: server[0].pairs + server[1].pairs)
+            }
+            for (server, tally) in zip(servers, merged) {
+                say("    " + server.name.padding(toLength: 23, withPad: " ", startingAt: 0)
+                    + String(format: "latency median %6.0f ms  p90 %6.0f ms   WER %5.1f %%", percentile(tally.latencies, 0.5), percentile(tally.latencies, 0.9),
+                             LibriVox.wer(tally.pairs) * 100))
+            }
+            say(String(format: "    ratio Earshot / wyoming-faster-whisper: latency median %.2f×, p90 %.2f×",
+                       percentile(merged[0].latencies, 0.5) / percentile(merged[1].latencies, 0.5), percentile(merged[0].latencies, 0.9) / percentile(merged[1].latencies, 0.9)))
+        }
+        let served = stats.models.map(\.key).filter { $0.hasPrefix(model.asset + "@") }
+        say("  earshotd: \(stats.modelLoads - loadsBefore) model loads during the timed runs; \(model.asset) loaded: \(served.joined(separator: ", "))")
+        if served.isEmpty { throw BenchmarkFailure("earshotd did not serve \(model.asset): the transcribe name did not select it") }
     }
 }

@@ -19,7 +19,8 @@ struct SpeechHarness: Sendable {
                 let session = try await harness.coordinator.open(request.modules, options: request.options, context: request.context, for: context.client) { id, event in
                     if let frame = harness.frame(for: event, session: id, connection: connection) { channel.post(frame) }
                 }
-                let keepAlive = harness.speech.settings.keepAlive(granting: request.options)
+                // A keep-alive keeps shared models; a session without any is told none was granted.
+                let keepAlive = await harness.speech.sharedModelCount(of: session) > 0 ? harness.speech.settings.keepAlive(granting: request.options) : nil
                 return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k],
                                                  keepAliveSeconds: keepAlive?.seconds, keepAliveClamped: keepAlive?.clamped))]
             },

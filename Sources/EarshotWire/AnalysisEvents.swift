@@ -104,7 +104,8 @@ public struct AnalyzerOpened: WireEvent, Hashable {
     public var session: String
     /// Best first.
     public var audioFormats: [AudioFormatSpec]
-    /// The keep-alive granted, when the open asked for one.
+    /// The keep-alive granted, when the open asked for one and the session has shared models to
+    /// keep (absent for PocketSphinx dictation, whose decoder is the session's own).
     public var keepAliveSeconds: Double?
     /// True when the daemon's `MaxKeepAliveSec` cut the requested keep-alive to ``keepAliveSeconds``.
     public var keepAliveClamped: Bool?

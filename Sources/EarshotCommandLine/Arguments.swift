@@ -10,6 +10,8 @@ public struct Arguments: Sendable {
         case unexpectedValue(String)
         /// An option the program knows that this command does not take (options are never ignored).
         case unsupportedOption(String, command: String)
+        /// A value the option cannot take (`expected` says what it takes).
+        case invalidValue(String, value: String, expected: String)
 
         public var description: String {
             switch self {
@@ -17,6 +19,7 @@ public struct Arguments: Sendable {
             case .unknownOption(let o): "unknown option \(o)"
             case .missingValue(let o): "option \(o) needs a value"
             case .unexpectedValue(let o): "option \(o) takes no value"
+            case .invalidValue(let o, let value, let expected): "option \(o) needs \(expected), not '\(value)'"
             }
         }
     }
@@ -60,6 +63,19 @@ public struct Arguments: Sendable {
 
     /// Every value given for a repeatable `--name`.
     public func values(_ name: String) -> [String] { values[name] ?? [] }
+
+    /// `--name` as a duration ≥ 0: a number of seconds with an optional unit, `ms`, `s`, `m` or
+    /// `h` (`0`, `30s`, `1.5m`, `2h`); nil when absent. Anything else throws.
+    public func duration(_ name: String) throws(ParseError) -> Duration? {
+        guard let text = value(name) else { return nil }
+        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        let unit = units.first { text.hasSuffix($0.suffix) } ?? ("", 1)
+        let number = text.dropLast(unit.suffix.count)
+        guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(number), value.isFinite, value * unit.seconds <= 1e9 else {
+            throw .invalidValue("--\(name)", value: text, expected: "a duration such as 0, 30s, 5m or 1h")
+        }
+        return .milliseconds((value * unit.seconds * 1000).rounded())
+    }
 
     /// Whether `--name` was given.
     public func has(_ name: String) -> Bool { flags.contains(name) }

@@ -43,9 +43,12 @@ struct ConnectionServer: Sendable {
         // Weak: the channel's check must not keep the state (and its Wyoming job) alive after the connection.
         channel.setBusyCheck { [weak state] in state.map { harness.isBusy(id, state: $0) } ?? false }
         let progress: @Sendable (Frame) -> Void = { channel.post($0) }
+        // Frames the client sent, by type: the closing log line shows how many round trips it took.
+        var received: [String: Int] = [:]
         do {
             try await withThrowingDiscardingTaskGroup { group in
                 for try await frame in channel.frames {
+                    received[frame.type, default: 0] += 1
                     state.requestStarted()
                     guard await registry.beginRequest(id) else {
                         state.requestEnded()
@@ -81,6 +84,11 @@ struct ConnectionServer: Sendable {
         }
         await harness.connectionClosed(context)
         await registry.remove(id)
-        logger.debug("connection closed", fields)
+        logger.debug("connection closed", fields.merging(["received": Self.tally(received)]) { $1 })
+    }
+
+    /// `type:count,…` sorted by type (the `received` field of `connection closed`).
+    static func tally(_ counts: [String: Int]) -> String {
+        counts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
     }
 }

@@ -68,6 +68,7 @@ struct ErrorMap: Sendable {
             case .unknownEngine, .unsupportedLocale: WireError(.unsupportedLocale, e.description)
             case .noSession: WireError(.notFound, e.description)
             case .unsupportedAudio: WireError(.unsupportedAudioFormat, e.description)
+            case .invalidOptions: WireError(.badRequest, e.description)
             }
         case let e as SherpaOnnxError:
             switch e {

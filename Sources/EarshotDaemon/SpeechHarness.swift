@@ -22,7 +22,10 @@ struct SpeechHarness: Sendable {
                     if let frame = harness.frame(for: event, session: id, connection: connection) { channel.post(frame) }
                 }
                 let unhonored = await harness.unhonored(session, uid: context.peer.uid)
-                return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k], unhonored: unhonored))]
+                // A keep-alive keeps shared models; a session without any is told none was granted.
+                let keepAlive = await harness.speech.sharedModelCount(of: session) > 0 ? harness.speech.settings.keepAlive(granting: request.options) : nil
+                return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k], unhonored: unhonored,
+                                                 keepAliveSeconds: keepAlive?.seconds, keepAliveClamped: keepAlive?.clamped))]
             },
             .on(AnalyzerAudio.self) { audio, call, context in
                 guard await harness.coordinator.feed(call.frame.payload, format: AudioFormatSpec(rate: audio.rate, width: audio.width, channels: audio.channels),

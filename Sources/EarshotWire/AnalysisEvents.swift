@@ -16,15 +16,37 @@ public struct AnalysisOptions: Codable, Sendable, Hashable {
     public var modelRetention: ModelRetention
     /// Admitted beyond `MaxConcurrentAnalyses`, up to the hard cap.
     public var ignoresResourceLimits: Bool
-    public init(modelRetention: ModelRetention = .whileInUse, ignoresResourceLimits: Bool = false) {
+    /// With `lingering` retention only: how long the session's models stay loaded after it, instead
+    /// of `LingerSeconds` (replacing what this user's earlier sessions asked for; 0: unload them as
+    /// soon as no session uses them). The daemon caps it at `MaxKeepAliveSec` and says so in
+    /// ``AnalyzerOpened``.
+    public var keepAliveSeconds: Double?
+    public init(modelRetention: ModelRetention = .whileInUse, ignoresResourceLimits: Bool = false, keepAliveSeconds: Double? = nil) {
         self.modelRetention = modelRetention
         self.ignoresResourceLimits = ignoresResourceLimits
+        self.keepAliveSeconds = keepAliveSeconds
     }
-    enum CodingKeys: String, CodingKey { case modelRetention = "model_retention", ignoresResourceLimits = "ignores_resource_limits" }
+    enum CodingKeys: String, CodingKey {
+        case modelRetention = "model_retention", ignoresResourceLimits = "ignores_resource_limits", keepAliveSeconds = "keep_alive_seconds"
+    }
+    /// A keep-alive must be a finite number of seconds ≥ 0 and needs `lingering` retention, else
+    /// decoding fails (the daemon answers `bad_request`).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         modelRetention = try c.decodeIfPresent(ModelRetention.self, forKey: .modelRetention) ?? .whileInUse
         ignoresResourceLimits = try c.decodeIfPresent(Bool.self, forKey: .ignoresResourceLimits) ?? false
+        keepAliveSeconds = try c.decodeIfPresent(Double.self, forKey: .keepAliveSeconds)
+        if let problem = keepAliveProblem {
+            throw DecodingError.dataCorruptedError(forKey: .keepAliveSeconds, in: c, debugDescription: problem)
+        }
+    }
+
+    /// Why ``keepAliveSeconds`` cannot be honoured, nil when it can (or is absent).
+    public var keepAliveProblem: String? {
+        guard let seconds = keepAliveSeconds else { return nil }
+        guard seconds.isFinite, seconds >= 0 else { return "a keep-alive must be a finite number of seconds ≥ 0, not \(seconds)" }
+        guard modelRetention == .lingering else { return "a keep-alive needs model_retention lingering, not \(modelRetention.rawValue)" }
+        return nil
     }
 }
 
@@ -110,19 +132,31 @@ public struct AnalyzerOpened: WireEvent, Hashable {
     public var audioFormats: [AudioFormatSpec]
     /// What the modules asked for that their engines do not do (empty: everything is honoured).
     public var unhonored: [UnhonoredRequest]
-    public init(id: String?, session: String, audioFormats: [AudioFormatSpec], unhonored: [UnhonoredRequest] = []) {
+    /// The keep-alive granted, when the open asked for one and the session has shared models to
+    /// keep (absent for PocketSphinx dictation, whose decoder is the session's own).
+    public var keepAliveSeconds: Double?
+    /// True when the daemon's `MaxKeepAliveSec` cut the requested keep-alive to ``keepAliveSeconds``.
+    public var keepAliveClamped: Bool?
+    public init(id: String?, session: String, audioFormats: [AudioFormatSpec], unhonored: [UnhonoredRequest] = [],
+                keepAliveSeconds: Double? = nil, keepAliveClamped: Bool? = nil) {
         self.id = id
         self.session = session
         self.audioFormats = audioFormats
         self.unhonored = unhonored
+        self.keepAliveSeconds = keepAliveSeconds
+        self.keepAliveClamped = keepAliveClamped
     }
-    enum CodingKeys: String, CodingKey { case id, session, audioFormats = "audio_formats", unhonored }
+    enum CodingKeys: String, CodingKey {
+        case id, session, audioFormats = "audio_formats", unhonored, keepAliveSeconds = "keep_alive_seconds", keepAliveClamped = "keep_alive_clamped"
+    }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decodeIfPresent(String.self, forKey: .id)
         session = try c.decode(String.self, forKey: .session)
         audioFormats = try c.decode([AudioFormatSpec].self, forKey: .audioFormats)
         unhonored = try c.decodeIfPresent([UnhonoredRequest].self, forKey: .unhonored) ?? []
+        keepAliveSeconds = try c.decodeIfPresent(Double.self, forKey: .keepAliveSeconds)
+        keepAliveClamped = try c.decodeIfPresent(Bool.self, forKey: .keepAliveClamped)
     }
 }
 

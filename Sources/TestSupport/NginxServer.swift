@@ -112,7 +112,7 @@ public final class NginxServer: @unchecked Sendable {
             let caFile = options.tls ? try await makeCertificates(in: directory) : nil
             var lastError = "nginx did not start"
             for _ in 0..<8 {
-                let port = try freeLoopbackPort()
+                let port = try LoopbackPort.free()
                 try configuration(directory: directory, root: root, port: port, options: options)
                     .write(toFile: directory.file("nginx.conf"), atomically: true, encoding: .utf8)
                 try? FileManager.default.removeItem(atPath: directory.file("error.log"))
@@ -337,22 +337,6 @@ public final class NginxServer: @unchecked Sendable {
             }
         }
         return ca
-    }
-
-    /// A loopback TCP port nobody listens on right now (the kernel's pick for port 0).
-    private static func freeLoopbackPort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw StartError(description: "socket: errno \(errno)") }
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw StartError(description: "bind 127.0.0.1:0: errno \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
     }
 
     private static func loopback(port: UInt16) -> sockaddr_in {

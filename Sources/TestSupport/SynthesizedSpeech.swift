@@ -15,6 +15,14 @@ public struct SynthesizedSpeech: Sendable, Hashable {
     /// Lower-case English words a translation must contain at least two of.
     public var englishWords: [String]
 
+    public init(language: String, text: String, rate: Int, contentWords: [String] = [], englishWords: [String] = []) {
+        self.language = language
+        self.text = text
+        self.rate = rate
+        self.contentWords = contentWords
+        self.englishWords = englishWords
+    }
+
     public static let spanish = SynthesizedSpeech(
         language: "es", text: "Buenos días. Mi hermano trabaja en un hospital muy grande de la ciudad.", rate: 140,
         contentWords: ["hermano", "hospital", "ciudad"], englishWords: ["brother", "hospital", "big", "city"])

@@ -51,5 +51,18 @@ public final class TestConnection: Sendable {
     }
 
     public func close() { channel.close() }
+
+    /// `earshot.stats` of the daemon at `socket`, on a connection of its own (benchmarks).
+    public static func stats(of socket: String) async throws -> StatsReply {
+        let connection = try TestConnection(socket)
+        defer { connection.close() }
+        var frame = try Frame(StatsRequest())
+        frame.data["id"] = .string("stats")
+        try await connection.channel.send(frame)
+        while let reply = try await connection.next(timeout: .seconds(30)) {
+            if reply.requestID == "stats" { return try reply.decode(StatsReply.self) }
+        }
+        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the daemon at \(socket) closed the connection before its stats"])
+    }
 }
 

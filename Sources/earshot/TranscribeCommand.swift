@@ -4,7 +4,7 @@ import EarshotCommandLine
 import EarshotWire
 import Foundation
 
-/// `earshot transcribe FILE… [--locale L] [--module KIND] [--json|--srt|--vtt]`, `--live` and `--mic`.
+/// `earshot transcribe FILE… [--locale L] [--module KIND] [--keep-alive D] [--json|--srt|--vtt]`, `--live` and `--mic`.
 enum TranscribeCommand {
     static func run(_ arguments: Arguments, connection: DaemonConnection) async throws -> ExitCode {
         let files = Array(arguments.positional.dropFirst())
@@ -25,21 +25,30 @@ enum TranscribeCommand {
         }
         guard !candidates.isEmpty else { throw WireError(.badRequest, "transcribe needs a transcriber or dictation module") }
 
-        // Install what is missing, with progress; prefer a transcriber, fall back to dictation.
-        _ = try await InstallCommand.run(connection, candidates: candidates, json: true, quiet: true)
-        let statuses = try await connection.request(ModuleStatusRequest(modules: candidates), expecting: ModuleStatusReply.self).modules
+        // Warm by default (Ollama's keep_alive): the model lingers for the daemon's LingerSeconds,
+        // or --keep-alive, so the next call does not load it again.
+        let keepAlive = try arguments.duration("keep-alive")
+        let options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive)
+
+        // One status query when the preferred model is installed (the analyzer shares this
+        // connection); otherwise it installs the first supported candidate — a transcriber over
+        // dictation — with progress.
+        var statuses = try await connection.request(ModuleStatusRequest(modules: candidates), expecting: ModuleStatusReply.self).modules
+        if statuses.first(where: { $0 != .unsupported }) != .installed {
+            _ = try await InstallCommand.run(connection, candidates: candidates, json: true, quiet: true)
+            statuses = try await connection.request(ModuleStatusRequest(modules: candidates), expecting: ModuleStatusReply.self).modules
+        }
         guard let index = statuses.firstIndex(of: .installed) else { throw WireError(.notInstalled, "no model could be installed for \(candidates[0].locale ?? "")") }
         let configuration = candidates[index]
         let locale = Locale(identifier: configuration.locale ?? "en-US")
 
         // The daemon's engines analyse 16 kHz mono; files and --live input are converted to it.
-        guard let format = await SpeechAnalyzer.bestAvailableAudioFormat(compatibleWith: [makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)]) else {
-            throw EarshotError.noCompatibleAudioFormat
-        }
+        let format = SpeechAnalyzer.analyzerFormat
         var exit = ExitCode.success
+        var keepAliveNoted = false
         for file in live ? [mic ? "microphone" : "-"] : files {
             let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
-            let analyzer = SpeechAnalyzer(modules: [module])
+            let analyzer = SpeechAnalyzer(modules: [module], options: options)
             let display = live ? LiveLine(textToStdout: !(arguments.has("json") || arguments.has("srt") || arguments.has("vtt"))) : nil
             let collector = Task { try await segments(of: module, live: display) }
             do {
@@ -50,7 +59,16 @@ enum TranscribeCommand {
                                                                                    channels: try integer(arguments, "channels", default: 1), analyzerFormat: format).analyzerInputs)
                 } else {
                     // The provider opens and decodes the file on its own threads.
-                    try await analyzer.analyzeSequence(AssetInputSequenceProvider.provider(from: AVURLAsset(url: URL(fileURLWithPath: file)), compatibleWith: [module]).analyzerInputs)
+                    try await analyzer.analyzeSequence(AssetInputSequenceProvider.provider(from: AVURLAsset(url: URL(fileURLWithPath: file)), analyzerFormat: format).analyzerInputs)
+                }
+                if keepAlive != nil, !keepAliveNoted {
+                    keepAliveNoted = true
+                    let granted = await analyzer.grantedKeepAlive
+                    if granted == nil {
+                        Output.note("earshot: --keep-alive has no effect: the \(configuration.kind.rawValue) model is not shared between calls (it loads per session)")
+                    } else if let granted, granted.clamped {
+                        Output.note("earshot: --keep-alive \(arguments.value("keep-alive") ?? "") is more than the daemon allows (MaxKeepAliveSec): clamped to \(granted.duration)")
+                    }
                 }
                 if let last { try await analyzer.finalizeAndFinish(through: last) } else { await analyzer.cancelAndFinishNow() }
                 let segments = try await collector.value

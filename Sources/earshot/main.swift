@@ -15,12 +15,15 @@ let usage = """
                                               progressiveTranscription, which the catalog may serve with another model
       reservations                            this app's reserved locales
       reserve L | release L                   reserve or release a locale
-      transcribe FILE... [--locale L|auto] [--module KIND] [--translate] [--json|--srt|--vtt]
+      transcribe FILE... [--locale L|auto] [--module KIND] [--translate] [--keep-alive D] [--json|--srt|--vtt]
                                               transcribe audio and video files (what libsndfile or FFmpeg reads:
                                               WAV, FLAC, Ogg, MP3, m4a, mp4, webm, …); installs
                                               the model if needed, preferring a transcriber over dictation;
                                               --locale auto identifies the language of each segment,
-                                              --translate gives English text (multilingual models)
+                                              --translate gives English text (multilingual models);
+                                              the model stays loaded for the daemon's LingerSeconds after
+                                              the call, or for --keep-alive D (0, 30s, 5m, 1h; 0: unload
+                                              it now), at most the daemon's MaxKeepAliveSec
       transcribe --live [--rate HZ] [--channels N]
                                               transcribe raw s16le PCM from stdin as it arrives
       transcribe --mic [--device SOURCE]      transcribe the microphone (PulseAudio/PipeWire source;
@@ -29,14 +32,25 @@ let usage = """
                                               monitor), the SOURCE names --device takes; needs no daemon
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device", "keep-alive"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
 let arguments = invocation.arguments
 let command = invocation.command
+/// The options each command takes besides `--socket` and `--json`: any other is an error, never ignored.
+let commandOptions: [String: Set<String>] = [
+    "status": [], "reservations": [], "reserve": [], "release": [],
+    "locales": ["module", "installed"], "install": ["locale", "module", "preset"],
+    "transcribe": ["locale", "module", "translate", "keep-alive", "srt", "vtt", "live", "rate", "channels", "mic", "device"],
+]
+if let allowed = commandOptions[command] {
+    invocation.require(only: allowed, common: ["socket", "json"], program: "earshot", usage: usage)
+}
 let json = arguments.has("json")
+
+/// The app id `earshot` introduces itself as.
+let appID = "org.earshot.earshot"
 
 /// Connects to a daemon, starting a user daemon when none answers.
 func connect() async throws -> DaemonConnection {
-    let appID = "org.earshot.earshot"
     do {
         return try await DaemonConnection.connect(socket: arguments.value("socket"), appID: appID)
     } catch EarshotError.noDaemon {
@@ -79,7 +93,8 @@ do {
     case "install":
         code = try await InstallCommand.run(connection, candidates: ModuleArguments.candidates(arguments), json: json)
     case "transcribe":
-        await EarshotService.shared.configure(appID: "org.earshot.earshot", socket: connection.socketPath)
+        // The analyzer uses this connection: one hello for the whole command.
+        await EarshotService.shared.adopt(connection, appID: appID)
         code = try await TranscribeCommand.run(arguments, connection: connection)
     case "reservations":
         ReservationPrinter.print(try await connection.request(ReservationsRequest(), expecting: ReservationsReply.self), json: json, showOwner: false)

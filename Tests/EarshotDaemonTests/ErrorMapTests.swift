@@ -41,6 +41,7 @@ import Testing
             (SpeechError.admissionLimit(open: 4, limit: 4), .insufficientResources), (SpeechError.incompleteAsset("no tokens"), .notInstalled),
             (SpeechError.unknownEngine(asset: "a@1", engine: "x"), .unsupportedLocale), (SpeechError.unsupportedLocale("xx"), .unsupportedLocale),
             (SpeechError.noSession("s1"), .notFound), (SpeechError.unsupportedAudio("8 kHz"), .unsupportedAudioFormat),
+            (SpeechError.invalidOptions("a keep-alive needs lingering"), .badRequest),
         ]
         for (error, code) in cases {
             let wire = map.wire(error)

@@ -1,4 +1,5 @@
 @testable import EarshotSpeech
+import EarshotWire
 import Foundation
 import Testing
 import TestSupport
@@ -54,22 +55,62 @@ import TestSupport
     }
 
     /// The evictor unloads a lingering model at exactly the linger time of the injected clock
-    /// (it used to poll once a real second).
-    @Test func evictorUnloadsAtExactlyTheLingerTime() async throws {
+    /// (it used to poll once a real second), or at the session's keep-alive when it set one.
+    @Test(arguments: [nil, Duration.seconds(5)])
+    func evictorUnloadsAtExactlyTheLingerTime(keepAlive: Duration?) async throws {
         let clock = ManualClock()
         let cache = ModelCache(lingerSeconds: 300, clock: clock)
         let evictor = Task { await cache.runEvictor() }
         defer { evictor.cancel() }
+        let deadline = keepAlive ?? .seconds(300)
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, keepAlive: keepAlive, owner: 1, uid: 1000)
         await clock.sleepers(atLeast: 1)
-        #expect(clock.requestedSleeps.last == .seconds(300), "the evictor sleeps until the deadline")
-        clock.advance(by: .seconds(300) - .nanoseconds(1))
+        #expect(clock.requestedSleeps.last == deadline, "the evictor sleeps until the deadline")
+        clock.advance(by: deadline - .nanoseconds(1))
         #expect(await Self.loadedKeys(cache) == ["m"], "one nanosecond early it stays")
         clock.advance(by: .nanoseconds(1))
-        #expect(await Self.eventuallyUnloaded(cache), "unloaded at 300 s")
+        #expect(await Self.eventuallyUnloaded(cache), "unloaded at \(deadline)")
         evictor.cancel()
         await evictor.value
+    }
+
+    /// Issue 10: a keep-alive (Ollama's `keep_alive`) replaces the user's lingering deadline
+    /// instead of extending it; zero unloads the model once nobody uses it.
+    @Test func keepAliveReplacesTheUsersDeadline() async throws {
+        let clock = ManualClock()
+        let cache = ModelCache(lingerSeconds: 300, clock: clock)
+        _ = try await cache.acquire("m") { (Model(), 1) }
+        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        // A shorter keep-alive from the same user shortens the 300 s of LingerSeconds.
+        _ = try await cache.acquire("m") { (Model(), 1) }
+        await cache.release("m", retention: .lingering, keepAlive: .seconds(30), owner: 1, uid: 1000)
+        clock.advance(29)
+        await cache.evict()
+        #expect(await Self.loadedKeys(cache) == ["m"])
+        clock.advance(1)
+        await cache.evict()
+        #expect(await Self.loadedKeys(cache).isEmpty, "unloaded at 30 s, not 300 s")
+
+        // Zero: gone as soon as nobody uses it — but another user's lingering keeps it.
+        _ = try await cache.acquire("m") { (Model(), 1) }
+        await cache.release("m", retention: .lingering, keepAlive: .zero, owner: 1, uid: 1000)
+        #expect(await Self.loadedKeys(cache).isEmpty)
+        _ = try await cache.acquire("m") { (Model(), 1) }
+        await cache.release("m", retention: .lingering, owner: 2, uid: 2000)
+        _ = try await cache.acquire("m") { (Model(), 1) }
+        await cache.release("m", retention: .lingering, keepAlive: .zero, owner: 1, uid: 1000)
+        #expect(await Self.loadedKeys(cache) == ["m"], "uid 2000's lingering stays")
+        #expect(await cache.loads == 3)
+    }
+
+    @Test func keepAlivesAreCappedByTheSettings() {
+        let settings = SpeechSettings(maxKeepAliveSeconds: 60)
+        #expect(settings.keepAlive(granting: AnalysisOptions(modelRetention: .lingering)) == nil)
+        let within = settings.keepAlive(granting: AnalysisOptions(modelRetention: .lingering, keepAliveSeconds: 60))
+        #expect(within?.seconds == 60 && within?.clamped == false)
+        let above = settings.keepAlive(granting: AnalysisOptions(modelRetention: .lingering, keepAliveSeconds: 1e300))
+        #expect(above?.seconds == 60 && above?.clamped == true)
     }
 
     /// Waits (by yielding, not by time) until the evictor has run.

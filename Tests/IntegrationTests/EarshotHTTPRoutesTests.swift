@@ -48,7 +48,7 @@ import TestSupport
             let en = try await fixture.build(.random("asr-en", locales: ["en-US"], bytes: 256 << 10, seed: 80))
             let de = try await fixture.build(.random("asr-de", locales: ["de-DE"], bytes: 64 << 10, seed: 81))
             try await fixture.publishCatalog(version: 1, assets: [en, de], modified: Date(timeIntervalSinceNow: -3600))
-            let port = try WyomingTCPTests.freePort()
+            let port = try LoopbackPort.free()
             let keyFile = try fixture.directory.write("http-keys", "\(Self.key) org.example.tcp\n")
             let daemon = try await fixture.startDaemonWithCatalog("[HTTP]\nListen=127.0.0.1:\(port)\nKeyFile=\(keyFile)\n")
             fixture.openSocketDirectories(daemon)

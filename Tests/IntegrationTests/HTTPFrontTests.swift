@@ -202,7 +202,7 @@ struct HTTPTCPTests {
     static let key = "es-test-key-0123456789abcdef"
 
     @Test func keyRequiredOverTCPAndTheOpenAIClientTranscribes() async throws {
-        let port = try WyomingTCPTests.freePort()
+        let port = try LoopbackPort.free()
         let keys = try TempDirectory("eskeys")
         defer { keys.remove() }
         let keyFile = try keys.write("http-keys", "# test keys\n\(Self.key) notes-app\n")
@@ -222,7 +222,7 @@ struct HTTPTCPTests {
         for (setting, anonymous, expected) in [("key", "yes", ["metrics": "401", "keyed metrics": "200", "models": "200"]),
                                                ("open", "no", ["metrics": "200", "keyed metrics": "200", "models": "401"]),
                                                ("off", "no", ["metrics": "403", "keyed metrics": "403", "models": "401"])] {
-            let port = try WyomingTCPTests.freePort()
+            let port = try LoopbackPort.free()
             let daemon = try await TestDaemon(config: "[HTTP]\nListen=127.0.0.1:\(port)\nKeyFile=\(keyFile)\nAllowAnonymous=\(anonymous)\nTCPMetrics=\(setting)\n")
             do {
                 for (name, path, headers) in [("metrics", "/metrics", [String]()), ("keyed metrics", "/metrics", auth), ("models", "/v1/models", [])] {

@@ -182,6 +182,8 @@ extension TestConnection {
 struct WireSession: Sendable {
     let connection: TestConnection
     let id: String
+    /// The daemon's reply to the open.
+    var opened: AnalyzerOpened?
     /// Results in arrival order.
     private(set) var results: [AnalyzerResult] = []
     /// Volatile-range events in arrival order.
@@ -197,7 +199,7 @@ struct WireSession: Sendable {
         if reply.type == ErrorEvent.eventType { return (nil, try reply.decode(ErrorEvent.self)) }
         let opened = try reply.decode(AnalyzerOpened.self)
         #expect(opened.audioFormats.first == .speech16k)
-        return (WireSession(connection: connection, id: opened.session), nil)
+        return (WireSession(connection: connection, id: opened.session, opened: opened), nil)
     }
 
     /// Opens a session that must succeed.

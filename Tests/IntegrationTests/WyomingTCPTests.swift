@@ -7,13 +7,6 @@ import TestSupport
 /// transport gets `info` and a transcript; Earshot's own events are refused there; off by default.
 @Suite(.serialized)
 struct WyomingTCPTests {
-    /// A port nothing listens on now.
-    static func freePort() throws -> UInt16 {
-        let fd = try TCPSocket.listen(host: "127.0.0.1", port: 0)
-        defer { close(fd) }
-        return try #require(TCPSocket.boundPort(fd))
-    }
-
     static let adminProbe = """
     import asyncio, json, sys
     from wyoming.client import AsyncClient
@@ -29,7 +22,7 @@ struct WyomingTCPTests {
     """
 
     @Test func homeAssistantStyleClientTranscribesOverTCPAndAdminEventsAreRefused() async throws {
-        let port = try Self.freePort()
+        let port = try LoopbackPort.free()
         let daemon = try await SpeechDaemon.start(config: "[Wyoming]\nListen=tcp://127.0.0.1:\(port)\nAppID=home-assistant\n", modules: ["dictation"])
         do { try await transcribeAndProbe(daemon, port: port) } catch { await daemon.cleanUp(); throw error }
         await daemon.cleanUp()

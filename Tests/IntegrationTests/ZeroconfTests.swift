@@ -34,7 +34,7 @@ struct ZeroconfTests {
         var daemon: TestDaemon?
         do {
             let address = try #require(AvahiDaemon.multicastIPv4Address(), "no multicast IPv4 interface for avahi")
-            let port = try WyomingTCPTests.freePort()
+            let port = try LoopbackPort.free()
             let started = try await TestDaemon(config: "[Wyoming]\nListen=tcp://\(address):\(port)\nZeroconf=yes\n", environment: avahi.environment)
             daemon = started
             try await browser.wait { $0.resolved.contains { $0.port == port } }
@@ -57,7 +57,7 @@ struct ZeroconfTests {
     }
 
     @Test func withoutDBusTheDaemonWarnsAndKeepsServing() async throws {
-        let port = try WyomingTCPTests.freePort()
+        let port = try LoopbackPort.free()
         let daemon = try await TestDaemon(config: "[Wyoming]\nListen=tcp://0.0.0.0:\(port)\nZeroconf=yes\n",
                                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/earshot-test-bus"])
         do {
@@ -72,7 +72,7 @@ struct ZeroconfTests {
 
     @Test func withoutAvahiTheDaemonWarnsKeepsServingAndAnnouncesOnceAvahiStartsOrRestarts() async throws {
         let stack = try await AvahiDaemon(avahi: false)
-        let port = try WyomingTCPTests.freePort()
+        let port = try LoopbackPort.free()
         var daemon: TestDaemon?
         var browser: AvahiDaemon.Browser?
         do {
@@ -104,7 +104,7 @@ struct ZeroconfTests {
     }
 
     @Test func aLoopbackListenerIsNotAnnounced() async throws {
-        let port = try WyomingTCPTests.freePort()
+        let port = try LoopbackPort.free()
         let daemon = try await TestDaemon(config: "[Wyoming]\nListen=tcp://127.0.0.1:\(port)\nZeroconf=yes\n")
         do {
             try await daemon.waitForLog("earshotd[warning]: zeroconf: not announcing _wyoming._tcp: [Wyoming] Listen is the loopback address 127.0.0.1, which no other host can reach")

@@ -67,13 +67,16 @@ actor ModelCache {
     }
 
     /// A session stopped using `key` with `retention`, on behalf of connection `owner` of user `uid`.
-    func release(_ key: String, retention: ModelRetention, owner: Int, uid: UInt32) {
+    /// A `keepAlive` (with `lingering`) replaces that user's deadline instead of extending it, as
+    /// Ollama's `keep_alive` does: zero lets the model go as soon as nobody uses it.
+    func release(_ key: String, retention: ModelRetention, keepAlive: Duration? = nil, owner: Int, uid: UInt32) {
         guard var entry = entries[key] else { return }
         entry.users -= 1
         switch retention {
         case .whileInUse: break
         case .lingering:
-            entry.lingerUntil[uid] = max(entry.lingerUntil[uid] ?? .zero, clock.elapsed + linger)
+            let until = clock.elapsed + (keepAlive ?? linger)
+            entry.lingerUntil[uid] = keepAlive == nil ? max(entry.lingerUntil[uid] ?? .zero, until) : until
             deadlineSet.yield()
         case .processLifetime: entry.pinnedBy[owner] = uid
         }

@@ -12,6 +12,8 @@ public enum SpeechError: Error, Sendable, Hashable, CustomStringConvertible {
     case noSession(String)
     /// Audio not in the analyzer's format (16 kHz mono s16le, whole samples).
     case unsupportedAudio(String)
+    /// Session options that cannot be honoured together (a keep-alive without `lingering`).
+    case invalidOptions(String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,7 @@ public enum SpeechError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unsupportedLocale(let what): what
         case .noSession(let id): "no analysis session '\(id)'"
         case .unsupportedAudio(let what): what
+        case .invalidOptions(let what): what
         }
     }
 }

@@ -10,19 +10,28 @@ public struct SpeechSettings: Sendable {
     public var maxConcurrentAnalysesHard: Int
     /// How long `lingering` models stay loaded after their last session.
     public var lingerSeconds: Double
+    /// The longest keep-alive a session may ask for (``AnalysisOptions/keepAliveSeconds``).
+    public var maxKeepAliveSeconds: Double
     /// ONNX Runtime threads per Whisper decode.
     public var inferenceThreads: Int
     /// Most Whisper decodes at once, daemon-wide (shared fairly between sessions) and of one session's
     /// segments: one per core.
     public var decodeSlots: Int
 
-    public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, inferenceThreads: Int = 2,
-                decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
+                inferenceThreads: Int = 2, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
+        self.maxKeepAliveSeconds = maxKeepAliveSeconds
         self.inferenceThreads = inferenceThreads
         self.decodeSlots = max(1, decodeSlots)
+    }
+
+    /// The keep-alive `options` get: what they ask for, at most ``maxKeepAliveSeconds``; nil when
+    /// they ask for none.
+    public func keepAlive(granting options: AnalysisOptions) -> (seconds: Double, clamped: Bool)? {
+        options.keepAliveSeconds.map { ($0 > maxKeepAliveSeconds ? maxKeepAliveSeconds : $0, $0 > maxKeepAliveSeconds) }
     }
 }
 
@@ -98,7 +107,7 @@ public struct SpeechStats: Sendable, Hashable, Codable {
 
 /// Runs analysis sessions: admission, shared models with retention, per-session decoders.
 public actor SpeechService {
-    public let settings: SpeechSettings
+    public nonisolated let settings: SpeechSettings
     private let cache: ModelCache
     private let admission: Admission
     private var sessions: [String: OpenSession] = [:]
@@ -132,6 +141,7 @@ public actor SpeechService {
 
     /// Opens a session (or throws `insufficientResources`), loading shared models as needed.
     public func open(_ plan: SessionPlan, emit: @escaping @Sendable (String, SessionEvent) -> Void) async throws -> AnalysisSession {
+        if let problem = plan.options.keepAliveProblem { throw SpeechError.invalidOptions(problem) }
         try admission.admits(open: sessions.count + opening, ignoresResourceLimits: plan.options.ignoresResourceLimits)
         let id = "s\(nextID)"
         nextID += 1
@@ -219,7 +229,7 @@ public actor SpeechService {
         var plan = entry.plan
         plan.modules = modules
         sessions[id] = OpenSession(session: entry.session, plan: plan, keys: keys, streams: streams)
-        for key in entry.keys { await cache.release(key, retention: plan.options.modelRetention, owner: plan.owner, uid: plan.ownerUID) }
+        await release(entry.keys, of: plan)
     }
 
     /// Gives a running session a new context: its PocketSphinx decoders prepare it now (missing
@@ -268,13 +278,23 @@ public actor SpeechService {
     /// The session with `id`.
     public func session(_ id: String) -> AnalysisSession? { sessions[id]?.session }
 
+    /// How many shared models session `id` uses (what retention and a keep-alive keep loaded;
+    /// PocketSphinx decoders are the session's own).
+    public func sharedModelCount(of id: String) -> Int { sessions[id]?.keys.count ?? 0 }
+
     /// Whether `id` belongs to connection `owner`.
     public func owns(_ owner: Int, _ id: String) -> Bool { sessions[id]?.plan.owner == owner }
 
     /// Forgets a finished session and releases its models per its retention (call on `finished`).
     public func close(_ id: String) async {
         guard let entry = sessions.removeValue(forKey: id) else { return }
-        for key in entry.keys { await cache.release(key, retention: entry.plan.options.modelRetention, owner: entry.plan.owner, uid: entry.plan.ownerUID) }
+        await release(entry.keys, of: entry.plan)
+    }
+
+    /// Releases a session's models per its retention and granted keep-alive.
+    private func release(_ keys: [String], of plan: SessionPlan) async {
+        let keepAlive = settings.keepAlive(granting: plan.options).map { Duration.seconds($0.seconds) }
+        for key in keys { await cache.release(key, retention: plan.options.modelRetention, keepAlive: keepAlive, owner: plan.owner, uid: plan.ownerUID) }
     }
 
     /// Connection `owner` went away: its sessions end and its `processLifetime` models may go.

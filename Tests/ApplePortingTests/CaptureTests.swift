@@ -12,9 +12,8 @@ struct CaptureTests {
     /// button" is pressed a second after the speech ends, while silence still plays.
     @Test func captureInputSequenceProviderTranscribesTheMicrophone() async throws {
         try await Porting.useDaemon()
-        let sound = try await SoundServer()
+        let sound = try await SoundServer.started()
         defer { Task { await sound.stop() } }
-        setenv("PULSE_SERVER", sound.server, 1)
         setenv("PULSE_SOURCE", SoundServer.source, 1)
         let path = Porting.url(Self.id).path
         let feeder = FeederBox()
@@ -80,9 +79,8 @@ final class FeederBox: @unchecked Sendable {
 @Suite(.serialized, .enabled(if: SoundServer.present, "needs PulseAudio (run Scripts/setup.sh)"))
 struct DeviceSelectionTests {
     @Test func soundServerSourcesAreListed() async throws {
-        let sound = try await SoundServer()
+        let sound = try await SoundServer.started()
         defer { Task { await sound.stop() } }
-        setenv("PULSE_SERVER", sound.server, 1)
         let discovered = AVCaptureDevice.DiscoverySession(deviceTypes: [.microphone], mediaType: .audio, position: .unspecified).devices
         #expect(Set(discovered.map(\.uniqueID)) == [SoundServer.source, SoundServer.quietSource], "\(discovered.map(\.uniqueID))")
         let all = try await AVCaptureDevice.soundServerDevices()
@@ -120,14 +118,19 @@ struct DeviceSelectionTests {
 
 /// Choosing the microphone by name: the named source is the one recorded.
 extension CaptureTests {
-    /// The named source is recorded: `quiet` gives digital silence while `librivox` plays speech.
-    @Test func aNamedSourceIsTheOneRecorded() async throws {
+    /// An en-US transcriber with its assets installed, on the porting daemon.
+    static func installedTranscriber() async throws -> SpeechTranscriber {
         try await Porting.useDaemon()
         let transcriber = SpeechTranscriber(locale: Locale(identifier: "en-US"), preset: .transcription)
         try await ensureAssets(for: transcriber)
-        let sound = try await SoundServer()
+        return transcriber
+    }
+
+    /// The named source is recorded: `quiet` gives digital silence while `librivox` plays speech.
+    @Test func aNamedSourceIsTheOneRecorded() async throws {
+        let transcriber = try await Self.installedTranscriber()
+        let sound = try await SoundServer.started()
         defer { Task { await sound.stop() } }
-        setenv("PULSE_SERVER", sound.server, 1)
         let feeder = try sound.feed(Porting.url(Porting.ids[4]).path, silence: 0)
         defer { Task { await feeder.stop() } }
         var peaks: [String: Float] = [:]
@@ -151,12 +154,9 @@ extension CaptureTests {
     }
 
     @Test func anUnknownSourceIsAClearError() async throws {
-        try await Porting.useDaemon()
-        let transcriber = SpeechTranscriber(locale: Locale(identifier: "en-US"), preset: .transcription)
-        try await ensureAssets(for: transcriber)
-        let sound = try await SoundServer()
+        let transcriber = try await Self.installedTranscriber()
+        let sound = try await SoundServer.started()
         defer { Task { await sound.stop() } }
-        setenv("PULSE_SERVER", sound.server, 1)
         let provider = try await CaptureInputSequenceProvider.providerWithSession(from: try #require(AVCaptureDevice(uniqueID: "no-such-source")), compatibleWith: [transcriber])
         await #expect { for try await _ in provider.analyzerInputs {} } throws: { error in
             "\(error)".contains("no-such-source")

@@ -34,6 +34,13 @@ final class SoundServer: Sendable {
         try await TestDaemon.waitForSocket(socket, process: child)
     }
 
+    /// Starts a server and points this process's sound clients at it (`PULSE_SERVER`).
+    static func started() async throws -> SoundServer {
+        let sound = try await SoundServer()
+        setenv("PULSE_SERVER", sound.server, 1)
+        return sound
+    }
+
     /// Plays utterance file `path` (16 kHz mono WAV) into the source at the pace of speech, then
     /// `silence` seconds of silence; returns the feeding process.
     func feed(_ path: String, silence: Double) throws -> ChildProcess {

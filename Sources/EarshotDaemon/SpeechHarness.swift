@@ -57,7 +57,7 @@ struct SpeechHarness: Sendable {
                                              models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
                                              modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes(),
                                              anonymousBytes: memory.anonymousBytes, fileBytes: memory.fileBytes, liveObjects: LiveObjects.counts,
-                                             sessionsByEngine: stats.sessionsByEngine, metrics: samples))]
+                                             sessionsByEngine: stats.sessionsByEngine, metrics: samples, spareDetectors: stats.spareDetectors))]
             },
             .on(EndRetentionRequest.self) { request, _, context in
                 [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await harness.speech.endRetention(uid: context.peer.uid)))]

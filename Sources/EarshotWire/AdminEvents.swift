@@ -465,13 +465,16 @@ public struct StatsReply: WireEvent, Hashable {
     /// Live session objects by kind (`AnalysisSession`, `PocketSphinxDecoder`, `SileroDetector`,
     /// `Resampler`, `WyomingTranscription`): diagnostics that show whether ended sessions are freed.
     public var liveObjects: [String: Int]?
+    /// How many of the live `SileroDetector`s are spares: finished sessions' detectors kept for the
+    /// next session while a model is loaded.
+    public var spareDetectors: Int?
     /// Open sessions by engine (a session with modules on two engines counts under both).
     public var sessionsByEngine: [String: Int]?
     /// Every value of the daemon's metrics (the same counters `GET /metrics` serves).
     public var metrics: [MetricSampleInfo]?
     public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int,
                 anonymousBytes: Int? = nil, fileBytes: Int? = nil, liveObjects: [String: Int]? = nil,
-                sessionsByEngine: [String: Int]? = nil, metrics: [MetricSampleInfo]? = nil) {
+                sessionsByEngine: [String: Int]? = nil, metrics: [MetricSampleInfo]? = nil, spareDetectors: Int? = nil) {
         self.id = id
         self.sessions = sessions
         self.sessionsByEngine = sessionsByEngine
@@ -482,8 +485,9 @@ public struct StatsReply: WireEvent, Hashable {
         self.anonymousBytes = anonymousBytes
         self.fileBytes = fileBytes
         self.liveObjects = liveObjects
+        self.spareDetectors = spareDetectors
     }
     enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes",
                                anonymousBytes = "anonymous_bytes", fileBytes = "file_bytes", liveObjects = "live_objects",
-                               sessionsByEngine = "sessions_by_engine", metrics }
+                               sessionsByEngine = "sessions_by_engine", metrics, spareDetectors = "spare_detectors" }
 }

@@ -164,6 +164,7 @@ do {
         } else {
             let engines = (reply.sessionsByEngine ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
             Output.fields([("sessions", "\(reply.sessions)" + (engines.isEmpty ? "" : " (\(engines.joined(separator: ", ")))")), ("model loads", "\(reply.modelLoads) since start"),
+                           ("spare voice detectors", "\(reply.spareDetectors ?? 0)"),
                            ("resident memory", ProgressDisplay.bytes(Int64(reply.residentBytes)))]
                           + [("  anonymous (heap)", reply.anonymousBytes), ("  file-backed", reply.fileBytes)].compactMap { name, bytes in
                               bytes.map { (name, ProgressDisplay.bytes(Int64($0))) }

@@ -6,7 +6,11 @@ import TestSupport
 extension SherpaOnnxTests {
     /// Runs `samples` through a detector in `chunk`-sized pieces; all segments in order.
     static func detect(_ samples: [Float], _ configuration: SileroDetector.Configuration, chunk: Int = 4000) throws -> [SpeechSegment] {
-        let detector = try SileroDetector(configuration: configuration)
+        detect(samples, with: try SileroDetector(configuration: configuration), chunk: chunk)
+    }
+
+    /// Runs `samples` through `detector` (from its current state).
+    static func detect(_ samples: [Float], with detector: SileroDetector, chunk: Int = 4000) -> [SpeechSegment] {
         var segments: [SpeechSegment] = []
         for start in stride(from: 0, to: samples.count, by: chunk) {
             detector.accept(Array(samples[start..<min(start + chunk, samples.count)]))
@@ -68,6 +72,23 @@ extension SherpaOnnxTests {
             #expect(range.clamped(to: item.speech) == item.speech)
             #expect(range.count <= item.speech.count + 2 * 6400)
         }
+    }
+
+    /// A finished session's detector serves the next one (issue 10: loading a new one took ~50 ms
+    /// of every `earshot transcribe`): after `reset()` it segments exactly as a new detector does,
+    /// also when the previous stream stopped in the middle of speech.
+    @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
+    func aResetDetectorSegmentsExactlyAsANewOne() throws {
+        let (samples, _) = try SherpaFixture.concatenation(longerThan: 20, silence: 1)
+        let fresh = try Self.detect(samples, .transcription)
+        let reused = try SileroDetector(configuration: .transcription)
+        reused.accept(Array(samples.prefix(5 * 16000 + 123)))
+        #expect(reused.isSpeech, "the first stream stops inside speech")
+        reused.reset()
+        #expect(reused.samplesAccepted == 0 && reused.retainedSamples == 0 && !reused.isSpeech)
+        let again = Self.detect(samples, with: reused)
+        #expect(fresh.count >= 3)
+        #expect(again == fresh, "fresh: \(Self.describe(fresh)); reused: \(Self.describe(again))")
     }
 
     @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))

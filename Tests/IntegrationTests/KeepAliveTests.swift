@@ -43,6 +43,28 @@ struct KeepAliveTests {
         #expect(cold.modelLoads == before + 1)
     }
 
+    /// A finished session's voice activity detector serves the next session while a model stays
+    /// loaded, and goes with the last model (issue 10: loading a new detector cost ~50 ms of every
+    /// `earshot transcribe`). Without reuse, each call would leave one more spare.
+    @Test func callsInARowShareOneSpareDetectorThatGoesWithTheModel() async throws {
+        let monitor = try TestConnection(SpeechDaemon.shared().socket)
+        defer { monitor.close() }
+        func detectors(when done: (StatsReply) -> Bool) async throws -> Int? {
+            try await monitor.pollStats { $0.sessions == 0 && done($0) }.liveObjects?["SileroDetector"]
+        }
+        let unload = try await Self.transcribe(["--keep-alive", "0"])
+        #expect(unload.status == 0, "\(unload.child.stderr)")
+        #expect(try await detectors { $0.models.isEmpty && $0.liveObjects?["SileroDetector"] == 0 } == 0, "no model, no spare detector")
+        for _ in 0..<3 {
+            let run = try await Self.transcribe()
+            #expect(run.status == 0, "\(run.child.stderr)")
+        }
+        #expect(try await detectors { !$0.models.isEmpty } == 1, "three calls in a row use one detector")
+        let last = try await Self.transcribe(["--keep-alive", "0"])
+        #expect(last.status == 0, "\(last.child.stderr)")
+        #expect(try await detectors { $0.models.isEmpty && $0.liveObjects?["SileroDetector"] == 0 } == 0, "the spare went with the model")
+    }
+
     @Test func aKeepAliveAboveTheCapIsClampedAndTheCommandSaysSo() async throws {
         let monitor = try TestConnection(SpeechDaemon.shared().socket)
         defer { monitor.close() }

@@ -134,9 +134,13 @@ struct SpeechWyomingTests {
         // is gone, no session object of its transcriptions is left.
         let monitor = try TestConnection(daemon.socket)
         defer { monitor.close() }
-        let kinds = ["AnalysisSession", "SileroDetector", "Resampler", "WyomingTranscription"]
-        let stats = try await monitor.pollStats { stats in kinds.allSatisfy { stats.liveObjects?[$0, default: 0] == 0 } }
+        let kinds = ["AnalysisSession", "Resampler", "WyomingTranscription"]
+        let stats = try await monitor.pollStats { stats in
+            kinds.allSatisfy { stats.liveObjects?[$0, default: 0] == 0 } && stats.liveObjects?["SileroDetector", default: 0] == stats.spareDetectors
+        }
         for kind in kinds { #expect(stats.liveObjects?[kind, default: 0] == 0, "\(kind) still alive: \(stats.liveObjects ?? [:])") }
+        // The lingering model keeps one reset detector for the next session; no other survives.
+        #expect(stats.liveObjects?["SileroDetector", default: 0] == stats.spareDetectors && (stats.spareDetectors ?? 0) <= 1, "\(stats.liveObjects ?? [:]), spares \(String(describing: stats.spareDetectors))")
 
         // A named language is used; without one the daemon identifies it and says which.
         guard SpeechFixtures.multilingualAvailable else { return }

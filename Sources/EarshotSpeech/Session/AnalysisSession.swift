@@ -27,6 +27,8 @@ public final class AnalysisSession: @unchecked Sendable {
     private let events: OrderedEvents
     private var modules: [SessionModule]
     private let vad: any SpeechSegmenting
+    /// The detector went to another session (``releaseDetector()``); this one never touches it again.
+    private var detectorReleased = false
     /// Samples given to the VAD so far (its index space).
     private var consumed: Int64 = 0
     /// Contiguous runs of input: VAD index where each starts and its stream time.
@@ -168,6 +170,18 @@ public final class AnalysisSession: @unchecked Sendable {
         queue.async { [self] in if !finished { finishNow(finalizing: false) } }
     }
 
+    /// Once the session has finished: its silero detector, reset, for another session to reuse
+    /// (nil while the session runs, or for another kind of detector). Runs after everything queued
+    /// before the call, so the session's own work with the detector is done.
+    func releaseDetector() async -> SileroDetector? {
+        await onQueue { [self] in
+            guard finished, !detectorReleased, let detector = vad as? SileroDetector else { return nil }
+            detectorReleased = true
+            detector.reset()
+            return detector
+        }
+    }
+
     /// What a session holds of its input, in samples (and contiguous runs), for memory tests.
     struct RetainedAudio: Sendable, Hashable {
         var open: Int
@@ -181,7 +195,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// The audio the session holds now (after everything queued before the call).
     func retainedAudio() async -> RetainedAudio {
         await onQueue { [self] in
-            RetainedAudio(open: open.count, preroll: preroll.count, detector: vad.retainedSamples, decoding: window.samples, runs: runs.count)
+            RetainedAudio(open: open.count, preroll: preroll.count, detector: detectorReleased ? 0 : vad.retainedSamples, decoding: window.samples, runs: runs.count)
         }
     }
 

@@ -7,6 +7,7 @@ import Foundation
 /// connection lives (`processLifetime`). Loads happen once per key however many sessions ask at once.
 /// Retention is recorded per user, so `endRetention(uid:)` drops only what that user asked to keep.
 /// ``runEvictor()`` unloads a lingering model when its time is up, sleeping on the injected clock.
+/// Finished sessions' voice activity detectors are kept for the next session while any model is.
 actor ModelCache {
     struct Entry {
         var model: any SegmentTranscribing
@@ -27,6 +28,11 @@ actor ModelCache {
     }
 
     private var entries: [String: Entry] = [:]
+    /// Voice activity detectors of finished sessions, reset, for the next session with the same
+    /// settings; kept only while a model is loaded (they go with the last one), at most
+    /// ``maxSpareDetectors``.
+    private var spareDetectors: [SileroDetector.Configuration: [SileroDetector]] = [:]
+    static let maxSpareDetectors = 4
     private var loading: [String: [CheckedContinuation<any SegmentTranscribing, any Error>]] = [:]
     private(set) var loads = 0
     let linger: Duration
@@ -107,6 +113,21 @@ actor ModelCache {
         entries = entries.filter { _, entry in
             entry.users > 0 || !entry.pinnedBy.isEmpty || entry.lingerUntil.values.contains { $0 > time }
         }
+        if entries.isEmpty { spareDetectors = [:] }
+    }
+
+    /// Spare detectors kept now.
+    var spareDetectorCount: Int { spareDetectors.values.reduce(0) { $0 + $1.count } }
+
+    /// A spare detector with `configuration`, taken out of the pool (nil: load a new one).
+    func spareDetector(for configuration: SileroDetector.Configuration) -> SileroDetector? {
+        spareDetectors[configuration]?.popLast()
+    }
+
+    /// Keeps a finished session's reset detector for the next session, while any model is loaded.
+    func keepSpare(_ detector: SileroDetector) {
+        guard !entries.isEmpty, spareDetectorCount < Self.maxSpareDetectors else { return }
+        spareDetectors[detector.configuration, default: []].append(detector)
     }
 
     /// The earliest lingering deadline of a model nobody uses.

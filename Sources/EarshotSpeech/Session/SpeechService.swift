@@ -103,6 +103,8 @@ public struct SpeechStats: Sendable, Hashable, Codable {
     public var models: [Model]
     /// Model loads since start (a shared model loads once).
     public var loads: Int
+    /// Voice activity detectors of finished sessions kept for the next session (while a model is loaded).
+    public var spareDetectors: Int = 0
 }
 
 /// Runs analysis sessions: admission, shared models with retention, per-session decoders.
@@ -153,11 +155,14 @@ public actor SpeechService {
             let (modules, streams) = try await engines(for: plan.modules, context: plan.context, session: id, keys: &keys)
             let sensitivity = plan.modules.first { $0.configuration.kind == .detector }?.configuration.sensitivity.flatMap(VoiceSensitivity.init) ?? .medium
             guard let model = plan.vad.files["model"] else { throw SpeechError.incompleteAsset("the voice activity detector asset has no model file") }
-            let vad = try await BlockingWork.run("earshot.vad") {
-                var configuration = SileroDetector.Configuration.transcription
-                configuration.modelPath = model
-                configuration.sensitivity = sensitivity
-                return try SileroDetector(configuration: configuration)
+            var configuration = SileroDetector.Configuration.transcription
+            configuration.modelPath = model
+            configuration.sensitivity = sensitivity
+            let vad: SileroDetector
+            if let spare = await cache.spareDetector(for: configuration) {
+                vad = spare
+            } else {
+                vad = try await BlockingWork.run("earshot.vad") { [configuration] in try SileroDetector(configuration: configuration) }
             }
             let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots) { emit(id, $0) }
             sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams)
@@ -285,10 +290,12 @@ public actor SpeechService {
     /// Whether `id` belongs to connection `owner`.
     public func owns(_ owner: Int, _ id: String) -> Bool { sessions[id]?.plan.owner == owner }
 
-    /// Forgets a finished session and releases its models per its retention (call on `finished`).
+    /// Forgets a finished session and releases its models per its retention; its voice activity
+    /// detector serves the next session while a model stays loaded (call on `finished`).
     public func close(_ id: String) async {
         guard let entry = sessions.removeValue(forKey: id) else { return }
         await release(entry.keys, of: entry.plan)
+        if let detector = await entry.session.releaseDetector() { await cache.keepSpare(detector) }
     }
 
     /// Releases a session's models per its retention and granted keep-alive.
@@ -344,7 +351,8 @@ public actor SpeechService {
         let perSession = decoders.map { key, decoder in
             SpeechStats.Model(key: key + "/per-session", users: decoder.users, memoryBytes: decoder.users * (decoderBytes[key] ?? 0))
         }
-        return SpeechStats(sessions: sessions.count, sessionsByEngine: byEngine, models: shared + perSession.sorted { $0.key < $1.key }, loads: await cache.loads)
+        return SpeechStats(sessions: sessions.count, sessionsByEngine: byEngine, models: shared + perSession.sorted { $0.key < $1.key }, loads: await cache.loads,
+                          spareDetectors: await cache.spareDetectorCount)
     }
 }
 

@@ -145,7 +145,10 @@ public final class CaptureInputSequenceProvider: Sendable {
     public let captureAudioDataOutput = AVCaptureAudioDataOutput()
     public let analyzerInputs: AnalyzerInputSequence
 
-    init(device: AVCaptureDevice, session: AVCaptureSession, analyzerFormat: AVAudioFormat) {
+    /// Earshot extension: records `device` into `session` in `analyzerFormat`, for a client that
+    /// already knows the format (``SpeechAnalyzer/analyzerFormat``): no daemon query, unlike
+    /// ``provider(from:in:compatibleWith:priority:)``.
+    public init(device: AVCaptureDevice, session: AVCaptureSession, analyzerFormat: AVAudioFormat) {
         captureSession = session
         let application = EarshotService.defaultAppID
         analyzerInputs = AnalyzerInputSequence {

@@ -23,6 +23,25 @@ public final class TestDaemon: Sendable {
         try await TestDaemon.waitForSocket(socket, process: child)
     }
 
+    /// The frames each connection of process `pid` sent, by type, from the daemon's debug log
+    /// (`LogLevel=debug`: "connection closed … received=TYPE:N,…"), once they have closed (waits up
+    /// to 10 s for the first).
+    public func framesReceived(fromPID pid: Int32) async throws -> [[String: Int]] {
+        var closed: [Substring] = []
+        for _ in 0..<200 {
+            closed = child.stderr.split(separator: "\n").filter { $0.contains("connection closed") && $0.contains("peer_pid=\(pid) ") }
+            if !closed.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return closed.map { line in
+            let received = line.split(separator: " ").first { $0.hasPrefix("received=") }?.dropFirst("received=".count) ?? ""
+            return Dictionary(received.split(separator: ",").compactMap { pair -> (String, Int)? in
+                let parts = pair.split(separator: ":")
+                return parts.count == 2 ? (String(parts[0]), Int(parts[1]) ?? 0) : nil
+            }, uniquingKeysWith: +)
+        }
+    }
+
     /// Waits until something accepts connections at `path`.
     public static func waitForSocket(_ path: String, process: ChildProcess? = nil, timeout: Duration = .seconds(20)) async throws {
         let deadline = ContinuousClock.now + timeout

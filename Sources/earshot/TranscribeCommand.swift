@@ -53,7 +53,7 @@ enum TranscribeCommand {
             let collector = Task { try await segments(of: module, live: display) }
             do {
                 let last = if mic {
-                    try await analyzer.analyzeSequence(try await microphone(arguments, module: module))
+                    try await analyzer.analyzeSequence(try microphone(arguments))
                 } else if live {
                     try await analyzer.analyzeSequence(RawPCMInputSequenceProvider(fileDescriptor: 0, sampleRate: try integer(arguments, "rate", default: 16000),
                                                                                    channels: try integer(arguments, "channels", default: 1), analyzerFormat: format).analyzerInputs)
@@ -88,11 +88,14 @@ enum TranscribeCommand {
 
     /// The `--device` source (default: the sound server's), recorded until SIGINT (Ctrl-C), which
     /// stops capture so the words said so far are finalized and printed.
-    static func microphone(_ arguments: Arguments, module: any SpeechModule) async throws -> AnalyzerInputSequence {
+    static func microphone(_ arguments: Arguments) throws -> AnalyzerInputSequence {
         let device = try arguments.value("device").map { name in
             try AVCaptureDevice(uniqueID: name).orThrow(WireError(.badRequest, "--device needs a source name (pactl list sources short)"))
         } ?? AVCaptureDevice.default(.microphone, for: .audio, position: .unspecified)!
-        let provider = try await CaptureInputSequenceProvider.providerWithSession(from: device, compatibleWith: [module])
+        // The model is installed (checked above), so the format is the analyzer's: no second query.
+        let session = AVCaptureSession()
+        session.startRunning()
+        let provider = CaptureInputSequenceProvider(device: device, session: session, analyzerFormat: SpeechAnalyzer.analyzerFormat)
         signal(SIGINT, SIG_IGN)
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         interrupt.setEventHandler { provider.captureSession.stopRunning() }

@@ -34,9 +34,14 @@ struct CaptureTests {
         let daemon = try #require(Porting.daemon)
         let sound = try await SoundServer()
         defer { Task { await sound.stop() } }
+        // Installed first, so the recording call below only asks for the status.
+        let install = try ChildProcess(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"],
+                                       in: sound.directory, name: "install")
+        let installed = await Self.exitStatus(of: install, timeout: .seconds(300))
+        #expect(installed == 0 || installed == 2, "\(install.stderr)")
         let cli = try ChildProcess(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe", "--mic", "--device", SoundServer.source],
                                    environment: ["PULSE_SERVER": sound.server], in: sound.directory, name: "mic")
-        try await Task.sleep(for: .seconds(4)) // installs what is missing, then records
+        try await Task.sleep(for: .seconds(4)) // connects, then records
         let feeder = try sound.feed(Porting.url(Self.id).path, silence: 4)
         try await Task.sleep(for: .seconds(3.3 + 1.2))
         cli.signal(SIGINT)
@@ -45,6 +50,10 @@ struct CaptureTests {
         print("[earshot --mic] \(cli.stdout)")
         #expect(status == 0, "\(cli.stderr)")
         #expect(WordErrorRate.words(cli.stdout).last == "himself", "\(cli.stdout) \(cli.stderr)")
+        // Issue 10 item 4 for the microphone: one connection, one hello, one status query.
+        let connections = try await daemon.framesReceived(fromPID: cli.pid)
+        #expect(connections.count == 1 && connections.first?["earshot.hello"] == 1 && connections.first?["earshot.module-status"] == 1
+                && connections.first?["earshot.install"] == nil, "\(connections)")
     }
 }
 

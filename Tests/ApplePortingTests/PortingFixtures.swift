@@ -61,7 +61,8 @@ struct PortingDaemonTrait: SuiteTrait, TestScoping {
     var isRecursive: Bool { false }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let daemon = try await TestDaemon()
+        // Debug logging: tests count the frames a client's connection sent.
+        let daemon = try await TestDaemon(config: "[Daemon]\nLogLevel=debug\n")
         do {
             try await Porting.$daemon.withValue(daemon) { try await function() }
         } catch {

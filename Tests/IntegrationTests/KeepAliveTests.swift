@@ -142,19 +142,9 @@ struct KeepAliveTests {
     @Test func transcribeOfAnInstalledModelTakesOneConnectionOneHelloAndOneStatusQuery() async throws {
         let run = try await Self.transcribe(["--keep-alive", "0"])
         #expect(run.status == 0, "\(run.child.stderr)")
-        let daemon = try SpeechDaemon.shared()
-        var closed: [String] = []
-        for _ in 0..<200 {
-            closed = daemon.child.stderr.split(separator: "\n").map(String.init).filter { $0.contains("connection closed") && $0.contains("peer_pid=\(run.child.pid) ") }
-            if !closed.isEmpty { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(closed.count == 1, "one connection: \(closed)")
-        let received = try #require(closed.first?.split(separator: " ").first { $0.hasPrefix("received=") }?.dropFirst("received=".count))
-        let counts = Dictionary(uniqueKeysWithValues: received.split(separator: ",").compactMap { pair -> (String, Int)? in
-            let parts = pair.split(separator: ":")
-            return parts.count == 2 ? (String(parts[0]), Int(parts[1]) ?? 0) : nil
-        })
+        let connections = try await SpeechDaemon.shared().framesReceived(fromPID: run.child.pid)
+        #expect(connections.count == 1, "one connection: \(connections)")
+        let counts = try #require(connections.first)
         #expect(counts["earshot.hello"] == 1 && counts["earshot.module-status"] == 1 && counts["earshot.analyzer.open"] == 1, "\(counts)")
         #expect(counts["earshot.install"] == nil, "nothing to install: \(counts)")
         // Besides audio, only the finish: nothing else is asked before the audio.

@@ -24,6 +24,10 @@ struct SpeechHarness: Sendable {
                 let unhonored = await harness.unhonored(session, uid: context.peer.uid)
                 // A keep-alive keeps shared models; a session without any is told none was granted.
                 let keepAlive = await harness.speech.sharedModelCount(of: session) > 0 ? harness.speech.settings.keepAlive(granting: request.options) : nil
+                if let keepAlive, keepAlive.clamped, let asked = request.options.keepAliveSeconds {
+                    harness.logger?.info("session \(session) of uid \(context.peer.uid): keep-alive \(asked) s cut to MaxKeepAliveSec \(keepAlive.seconds) s",
+                                         ["EARSHOT_SESSION": session, "EARSHOT_KEEP_ALIVE": "\(keepAlive.seconds)"])
+                }
                 return [try Frame(AnalyzerOpened(id: request.id, session: session, audioFormats: [.speech16k], unhonored: unhonored,
                                                  keepAliveSeconds: keepAlive?.seconds, keepAliveClamped: keepAlive?.clamped))]
             },

@@ -71,6 +71,10 @@ struct KeepAliveTests {
         let run = try await Self.transcribe(["--keep-alive", "2h"])
         #expect(run.status == 0, "\(run.child.stderr)")
         #expect(run.child.stderr.contains("clamped to 60.0 seconds"), "\(run.child.stderr)")
+        // The admin's log says so too (written before the reply; read through a pipe).
+        let logged = "keep-alive 7200.0 s cut to MaxKeepAliveSec 60.0 s"
+        for _ in 0..<100 where try !SpeechDaemon.shared().child.stderr.contains(logged) { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(try SpeechDaemon.shared().child.stderr.contains(logged))
 
         // On the wire: the reply carries what was granted and says it was cut.
         var session = try await WireSession.opened(monitor, [SpeechFixtures.transcriber()], options: AnalysisOptions(modelRetention: .lingering, keepAliveSeconds: 7200))

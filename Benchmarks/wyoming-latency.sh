@@ -7,7 +7,7 @@
 # connection each, interleaved. Prints WER and audio-stop → transcript latency (median, p90) side
 # by side with the ratios.
 #
-#   Benchmarks/wyoming-latency.sh [--runs N] [--models tiny.en,base]
+#   Benchmarks/wyoming-latency.sh [--runs N] [--models tiny.en,base] [--inference-threads N]
 #
 # The peer and the client are installed at benchmark time into a virtual environment in
 # $EARSHOT_BENCH_DIR (else $XDG_CACHE_HOME/earshot-bench, else ~/.cache/earshot-bench), with the

@@ -1,12 +1,13 @@
 // vs-faster-whisper: Earshot against faster-whisper on the same CTranslate2 weights (issue 10,
 // item 5), both warm, interleaved, 2 threads each; every figure beside its baseline in one run.
 //
-//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]
+//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--baseline-earshotd PATH]
 //
 // --baseline-earshotd adds another earshotd build (e.g. main's) as a third engine, for ratios
 // before/after a change measured in the same run.
 //
-// Earshot: the release earshotd (InferenceThreads=2) on a catalog holding one Whisper asset (the
+// Earshot: the release earshotd (its default InferenceThreads, or --inference-threads; a recording's
+// segments decode two at a time on 2 cores either way) on a catalog holding one Whisper asset (the
 // embedded one, re-signed with a throwaway key), and one `earshot transcribe FILE` per file.
 // faster-whisper: one warm worker process (faster-whisper-worker.py; int8, beam 1). Time is wall
 // time per file set; CPU seconds are the daemon's plus the CLI's, and the worker's (/proc, getrusage);
@@ -20,17 +21,20 @@ import TestSupport
 struct Options {
     let python, worker, ct2, scratch: String
     let runs, repeats: Int
+    /// Earshot's `[Analysis] InferenceThreads` (nil: the daemon's default).
+    let inferenceThreads: Int?
     let models: [WhisperBenchModel]
     /// Another earshotd build to run beside this one (before/after comparisons).
     let baseline: String?
 
     init(_ arguments: [String]) {
-        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "baseline-earshotd"],
+        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "inference-threads", "baseline-earshotd"],
                                        required: ["python", "worker", "ct2", "scratch"],
-                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--baseline-earshotd PATH]")
+                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--baseline-earshotd PATH]")
         (python, worker, ct2, scratch) = (options["python"]!, options["worker"]!, options["ct2"]!, options["scratch"]!)
         runs = options.positive("runs", default: 3)
         repeats = options.positive("repeats", default: 13)
+        inferenceThreads = options["inference-threads"].map { _ in options.positive("inference-threads", default: 1) }
         models = options.models
         baseline = options["baseline-earshotd"]
     }
@@ -116,7 +120,7 @@ enum VsFasterWhisper {
         ]
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         say("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
-        say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd + `earshot transcribe FILE` per file")
+        say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")) + `earshot transcribe FILE` per file")
         let cli = BuiltProducts.path("earshot")
 
         for model in options.models {
@@ -124,7 +128,7 @@ enum VsFasterWhisper {
             // With base on the long file under load, `earshot transcribe` went 30 s without reading
             // its output while its upload waited on the daemon's back-pressure, and the daemon
             // dropped it (OutputStallTimeoutSec): allow longer, to measure the CLI as it is.
-            let config = "[Analysis]\nInferenceThreads=2\n[Limits]\nOutputStallTimeoutSec=600\n"
+            let config = (options.inferenceThreads.map { "[Analysis]\nInferenceThreads=\($0)\n" } ?? "") + "[Limits]\nOutputStallTimeoutSec=600\n"
             var engines: [Engine] = []
             var daemons: [TestDaemon] = []
             for (label, executable) in [("Earshot", nil)] + (options.baseline.map { [("Earshot baseline", $0)] } ?? []) {

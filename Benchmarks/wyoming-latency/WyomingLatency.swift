@@ -1,13 +1,13 @@
 // wyoming-latency: voice-assistant latency of Earshot's Wyoming ASR against wyoming-faster-whisper
 // on the same CTranslate2 weights (issue 10, item 6); every figure beside the peer's in one run.
 //
-//     Benchmarks/wyoming-latency.sh [--runs N] [--models tiny.en,base]
+//     Benchmarks/wyoming-latency.sh [--runs N] [--models tiny.en,base] [--inference-threads N]
 //
 // Both servers listen on loopback TCP and get the same utterances from the same client — the PyPI
 // `wyoming` package, as Home Assistant uses it (wyoming-client-worker.py) — one connection per
 // utterance, audio at real-time pace; latency is from `audio-stop` to `transcript`. Utterances:
 // short voice commands spoken by espeak-ng and the five LibriVox utterances. Earshot: the release
-// earshotd (InferenceThreads=2, `[Wyoming] Listen`) with Whisper base and tiny.en installed, the
+// earshotd (its default InferenceThreads or --inference-threads, `[Wyoming] Listen`) with Whisper base and tiny.en installed, the
 // model chosen by `transcribe`'s name; the peer: wyoming-faster-whisper 3.8.1 with
 // `--model CT2_DIR --local-files-only`, int8, beam 1, 2 CPU threads. wyoming-latency.sh provides
 // the virtual environment and the CTranslate2 directories.
@@ -18,13 +18,16 @@ import TestSupport
 struct Options {
     let python, client, ct2, scratch: String
     let runs: Int
+    /// Earshot's `[Analysis] InferenceThreads` (nil: the daemon's default).
+    let inferenceThreads: Int?
     let models: [WhisperBenchModel]
 
     init(_ arguments: [String]) {
-        let options = BenchmarkOptions(arguments, names: ["python", "client", "ct2", "scratch", "runs", "models"], required: ["python", "client", "ct2", "scratch"],
-                                       usage: "usage: wyoming-latency --python PY --client SCRIPT --ct2 DIR --scratch DIR [--runs N] [--models tiny.en,base]")
+        let options = BenchmarkOptions(arguments, names: ["python", "client", "ct2", "scratch", "runs", "models", "inference-threads"], required: ["python", "client", "ct2", "scratch"],
+                                       usage: "usage: wyoming-latency --python PY --client SCRIPT --ct2 DIR --scratch DIR [--runs N] [--models tiny.en,base] [--inference-threads N]")
         (python, client, ct2, scratch) = (options["python"]!, options["client"]!, options["ct2"]!, options["scratch"]!)
         runs = options.positive("runs", default: 3)
+        inferenceThreads = options["inference-threads"].map { _ in options.positive("inference-threads", default: 1) }
         models = options.models
     }
 }
@@ -85,12 +88,12 @@ enum WyomingLatency {
 
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         say("wyoming-latency: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); \(options.runs) interleaved runs, one connection per utterance, real-time pace")
-        say("  client: PyPI wyoming 1.10.2; Earshot: earshotd (InferenceThreads=2) over TCP; peer: wyoming-faster-whisper 3.8.1 (int8, beam 1, --cpu-threads 2)")
+        say("  client: PyPI wyoming 1.10.2; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")) over TCP; peer: wyoming-faster-whisper 3.8.1 (int8, beam 1, --cpu-threads 2)")
         say("  latency: audio-stop written → transcript read; utterances: \(commands.count) espeak-ng commands (22.05 kHz), \(LibriVox.ids.count) LibriVox utterances (16 kHz, 3–7 s)")
 
         let client = try await BlockingWork.run("client") { try LineWorker(options.python, [options.client], name: "wyoming client", awaitsReady: false) }
         let earshotPort = try LoopbackPort.free()
-        let daemon = try await TestDaemon(config: "[Analysis]\nInferenceThreads=2\n[Wyoming]\nListen=tcp://127.0.0.1:\(earshotPort)\n")
+        let daemon = try await TestDaemon(config: (options.inferenceThreads.map { "[Analysis]\nInferenceThreads=\($0)\n" } ?? "") + "[Wyoming]\nListen=tcp://127.0.0.1:\(earshotPort)\n")
         do {
             let cli = BuiltProducts.path("earshot")
             // Whisper base serves English by default; the progressive preset installs tiny.en.

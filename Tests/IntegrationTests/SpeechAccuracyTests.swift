@@ -6,7 +6,9 @@ import TestSupport
 /// Real speech through the real daemon and real models: word error rate of the LibriVox utterances
 /// with each engine (`earshot transcribe`), and a recording longer than a minute transcribed
 /// completely, with VAD segments on the speech and the daemon's memory bounded.
-@Suite(.serialized, .speechDaemon())
+// BatchThreads=0: the memory bounds below are for one copy of the model (BatchLanesDaemonTests
+// cover the copy).
+@Suite(.serialized, .speechDaemon(config: "[Analysis]\nBatchThreads=0\n"))
 struct SpeechAccuracyTests {
     /// WER ceilings: measured through the daemon plus a margin of a few words (71 reference words).
     /// Dictation measured 26.8 % (PocketSphinx decoding each padded VAD segment whole), Whisper

@@ -14,17 +14,21 @@ public struct SpeechSettings: Sendable {
     public var maxKeepAliveSeconds: Double
     /// ONNX Runtime threads per Whisper decode.
     public var inferenceThreads: Int
+    /// Threads of the model copy a session's overlapping Whisper decodes move to (``BatchLanes``);
+    /// 0: no copy, overlapping decodes share the session's model.
+    public var batchThreads: Int
     /// Most Whisper decodes at once, daemon-wide (shared fairly between sessions) and of one session's
     /// segments: one per core.
     public var decodeSlots: Int
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
-                inferenceThreads: Int = 2, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount) {
+                inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
         self.maxKeepAliveSeconds = maxKeepAliveSeconds
         self.inferenceThreads = inferenceThreads
+        self.batchThreads = max(0, batchThreads)
         self.decodeSlots = max(1, decodeSlots)
     }
 
@@ -70,19 +74,22 @@ public struct SessionPlan: Sendable {
 }
 
 /// A shared model whose decodes wait for a slot of the daemon-wide gate, as session `client`
-/// (on the session's own threads, never the pool).
-/// Each decode's cost goes to `observer` under `engine`.
+/// (on the session's own threads, never the pool); with `batch`, overlapping decodes move to its
+/// single-threaded copy. Each decode's cost goes to `observer` under `engine`.
 struct GatedTranscriber: SegmentTranscribing {
     let model: any SegmentTranscribing
     let gate: DecodeGate
     let client: String
     let engine: String
     let observer: (any SpeechObserver)?
+    var batch: BatchLanes?
     func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
         gate.acquire(client: client)
         defer { gate.release(client: client) }
+        let chosen = batch?.begin() ?? model
+        defer { batch?.end() }
         let start = DispatchTime.now()
-        let transcription = try model.transcribe(samples, sampleRate: sampleRate)
+        let transcription = try chosen.transcribe(samples, sampleRate: sampleRate)
         if sampleRate > 0 { observer?.decoded(engine: engine, audioSeconds: Double(samples.count) / Double(sampleRate), computeSeconds: secondsSince(start)) }
         return transcription
     }
@@ -119,6 +126,8 @@ public actor SpeechService {
         var keys: [String]
         /// The session's PocketSphinx decoders by module index (contextual strings reach them).
         var streams: [Int: PocketSphinxStream]
+        /// Its Whisper modules' single-threaded copies for overlapping decodes (released at close).
+        var batches: [BatchLanes]
     }
     /// Bounds concurrent Whisper decodes to one per core (each decode holds 65–80 MiB of ONNX
     /// Runtime working memory; more at once only adds memory, not throughput).
@@ -151,8 +160,9 @@ public actor SpeechService {
         opening += 1
         defer { opening -= 1 }
         var keys: [String] = []
+        var batches: [BatchLanes] = []
         do {
-            let (modules, streams) = try await engines(for: plan.modules, context: plan.context, session: id, keys: &keys)
+            let (modules, streams) = try await engines(for: plan.modules, of: plan, session: id, keys: &keys, batches: &batches)
             let sensitivity = plan.modules.first { $0.configuration.kind == .detector }?.configuration.sensitivity.flatMap(VoiceSensitivity.init) ?? .medium
             guard let model = plan.vad.files["model"] else { throw SpeechError.incompleteAsset("the voice activity detector asset has no model file") }
             var configuration = SileroDetector.Configuration.transcription
@@ -165,24 +175,28 @@ public actor SpeechService {
                 vad = try await BlockingWork.run("earshot.vad") { [configuration] in try SileroDetector(configuration: configuration) }
             }
             let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots) { emit(id, $0) }
-            sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams)
+            sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams, batches: batches)
             return session
         } catch {
             for key in keys { await cache.release(key, retention: .whileInUse, owner: plan.owner, uid: plan.ownerUID) }
+            for batch in batches { await batch.close() }
             throw error
         }
     }
 
-    /// The engines of `modules`, and the PocketSphinx decoders among them by module index;
-    /// appends the cache key of every shared model acquired to `keys`.
-    private func engines(for modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], context: AnalysisContextData, session: String,
-                         keys: inout [String]) async throws -> ([SessionModule], [Int: PocketSphinxStream]) {
+    /// The engines of `modules` for session `session` of `plan`, and the PocketSphinx decoders among
+    /// them by module index; appends the cache key of every shared model acquired to `keys`, and
+    /// each Whisper module's ``BatchLanes`` to `batches`.
+    private func engines(for modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], of plan: SessionPlan, session: String,
+                         keys: inout [String], batches: inout [BatchLanes]) async throws -> ([SessionModule], [Int: PocketSphinxStream]) {
         var built: [SessionModule] = []
         var streams: [Int: PocketSphinxStream] = [:]
         for (index, module) in modules.enumerated() {
-            let engine = try await engine(for: module.configuration, asset: module.asset, context: context, session: session)
+            let engine = try await engine(for: module.configuration, asset: module.asset, context: plan.context, session: session, plan: plan)
             switch engine {
-            case .segments: keys.append(Self.cacheKey(module.asset, configuration: module.configuration, threads: settings.inferenceThreads))
+            case .segments(let model):
+                keys.append(Self.cacheKey(module.asset, configuration: module.configuration, threads: settings.inferenceThreads))
+                if let batch = (model as? GatedTranscriber)?.batch { batches.append(batch) }
             case .streaming(let decoder): streams[index] = PocketSphinxStream.underlying(decoder)
             case .detector: break
             }
@@ -191,20 +205,34 @@ public actor SpeechService {
         return (built, streams)
     }
 
-    /// The engine for one module of session `session` (nil: preloading, no session).
-    private func engine(for configuration: ModuleConfiguration, asset: ModelAsset, context: AnalysisContextData, session: String?) async throws -> SessionEngine {
+    /// The engine for one module of session `session` of `plan` (both nil: preloading, no session).
+    private func engine(for configuration: ModuleConfiguration, asset: ModelAsset, context: AnalysisContextData, session: String?,
+                        plan: SessionPlan?) async throws -> SessionEngine {
         switch asset.engine {
         case "sherpa-onnx-whisper":
             guard let encoder = asset.files["encoder"], let decoder = asset.files["decoder"], let tokens = asset.files["tokens"] else {
                 throw SpeechError.incompleteAsset("\(asset.key) lacks encoder, decoder or tokens")
             }
-            let threads = settings.inferenceThreads
+            let files = WhisperModel.Files(encoder: encoder, decoder: decoder, tokens: tokens)
             let (language, task) = try Self.whisperSettings(configuration)
-            let model = try await cache.acquire(Self.cacheKey(asset, configuration: configuration, threads: threads)) {
-                let model = try WhisperModel(files: .init(encoder: encoder, decoder: decoder, tokens: tokens), language: language, task: task, numThreads: threads)
-                return (model, model.memoryBytes)
+            @Sendable func load(threads: Int) -> @Sendable () throws -> (any SegmentTranscribing, Int) {
+                {
+                    let model = try WhisperModel(files: files, language: language, task: task, numThreads: threads)
+                    return (model, model.memoryBytes)
+                }
             }
-            return .segments(GatedTranscriber(model: model, gate: decodeGate, client: session ?? "", engine: asset.engine, observer: observer))
+            let threads = settings.inferenceThreads
+            let model = try await cache.acquire(Self.cacheKey(asset, configuration: configuration, threads: threads), load: load(threads: threads))
+            var transcriber = GatedTranscriber(model: model, gate: decodeGate, client: session ?? "", engine: asset.engine, observer: observer)
+            // Overlapping decodes of one session (a long recording) move to a copy with fewer threads.
+            let copyThreads = settings.batchThreads
+            if let plan, copyThreads > 0, copyThreads < threads, settings.decodeSlots > 1 {
+                let key = Self.cacheKey(asset, configuration: configuration, threads: copyThreads)
+                let loadCopy = load(threads: copyThreads)
+                transcriber.batch = BatchLanes(acquire: { [cache] in try await cache.acquire(key, load: loadCopy) },
+                                               release: { [weak self] in await self?.release([key], of: plan) })
+            }
+            return .segments(transcriber)
         case "pocketsphinx":
             let decoder = try await BlockingWork.run("earshot.decoder") {
                 try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.allStrings)
@@ -222,19 +250,22 @@ public actor SpeechService {
     public func replaceModules(of id: String, with modules: [(configuration: ModuleConfiguration, asset: ModelAsset)]) async throws {
         guard let entry = sessions[id] else { throw SpeechError.noSession(id) }
         var keys: [String] = []
+        var batches: [BatchLanes] = []
         let built: [SessionModule]
         let streams: [Int: PocketSphinxStream]
         do {
-            (built, streams) = try await engines(for: modules, context: entry.plan.context, session: id, keys: &keys)
+            (built, streams) = try await engines(for: modules, of: entry.plan, session: id, keys: &keys, batches: &batches)
         } catch {
             for key in keys { await cache.release(key, retention: .whileInUse, owner: entry.plan.owner, uid: entry.plan.ownerUID) }
+            for batch in batches { await batch.close() }
             throw error
         }
         await entry.session.setModules(built)
         var plan = entry.plan
         plan.modules = modules
-        sessions[id] = OpenSession(session: entry.session, plan: plan, keys: keys, streams: streams)
+        sessions[id] = OpenSession(session: entry.session, plan: plan, keys: keys, streams: streams, batches: batches)
         await release(entry.keys, of: plan)
+        for batch in entry.batches { await batch.close() }
     }
 
     /// Gives a running session a new context: its PocketSphinx decoders prepare it now (missing
@@ -295,6 +326,7 @@ public actor SpeechService {
     public func close(_ id: String) async {
         guard let entry = sessions.removeValue(forKey: id) else { return }
         await release(entry.keys, of: entry.plan)
+        for batch in entry.batches { await batch.close() }
         if let detector = await entry.session.releaseDetector() { await cache.keepSpare(detector) }
     }
 
@@ -316,7 +348,7 @@ public actor SpeechService {
     /// Preloads the models a plan needs (`prepareToAnalyze`), kept `lingering`.
     public func prepare(_ plan: SessionPlan) async throws {
         for (configuration, asset) in plan.modules where asset.engine == "sherpa-onnx-whisper" {
-            if case .segments = try await engine(for: configuration, asset: asset, context: plan.context, session: nil) {
+            if case .segments = try await engine(for: configuration, asset: asset, context: plan.context, session: nil, plan: nil) {
                 await cache.release(Self.cacheKey(asset, configuration: configuration, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner, uid: plan.ownerUID)
             }
         }

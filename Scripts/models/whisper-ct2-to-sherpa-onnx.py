@@ -35,9 +35,15 @@ IR 8); neither torch nor openai-whisper is needed.  The math is openai-whisper's
 sherpa-onnx's export changes (encoder positional embedding sliced to the input length, so any
 T <= 3000 works).  int8 files are made by onnxruntime's quantize_dynamic (MatMul weights, QInt8,
 per-channel scales) and, on top of that:
-  * the tied token embedding / output projection is stored once as int8 with a per-row scale;
-    the lookup dequantizes the rows it needs, the logits multiply the dynamically quantized
-    decoder state with it (DynamicQuantizeLinear + MatMulInteger), so it stays int8 in memory;
+  * the tied token embedding / output projection is stored once, 8-bit with a per-row scale, as
+    uint8 with zero point 128; the lookup dequantizes the rows it needs, the logits multiply the
+    dynamically quantized decoder state with it (DynamicQuantizeLinear + MatMulInteger, u8 x u8:
+    exact on every CPU -- u8 x s8 on AVX2 without VNNI sums pairs in saturating int16 and
+    corrupted ~30 % of base's logits, 3 errors in 71 LibriVox words instead of fp32's 1);
+  * decoder MatMul weights use 7 of their 8 bits (reduce_range: no int16 saturation either), and
+    in each decoder layer the 8 fc2 input units with the largest ||fc1 row * ln gamma|| are
+    multiplied in float (base's layer-2 unit 560 reaches ~180 where 99 % stay below 0.2 and
+    would otherwise set the dynamic uint8 scale of the whole fc2 input);
   * conv kernels and positional embeddings are stored as float16 (the CT2 source is float16, so
     this is lossless) and cast to float32 in the graph;
   * decoder cross-attention reads K/V in their stored (N, T, D) layout through a block-diagonal
@@ -72,6 +78,7 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 17
 IR_VERSION = 8
 PRODUCER = "earshot-whisper-ct2-to-sherpa-onnx"
+FC2_OUTLIERS = 8  # decoder fc2 hidden units per layer multiplied in float (see Graph.mlp_block)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,10 +209,27 @@ class Graph:
         return self.op("Mul", [t, self.f(0.5)])
 
 
-    def mlp_block(self, x, V, p, name):
-        """x + fc2(gelu(fc1(layer_norm(x)))): the feed-forward half of a Whisper layer (weights under `p`ffn/)."""
+    def mlp_block(self, x, V, p, name, n_outlier=0):
+        """x + fc2(gelu(fc1(layer_norm(x)))): the feed-forward half of a Whisper layer (weights under `p`ffn/).
+
+        n_outlier > 0: the hidden units with the largest ||fc1 row * ln gamma|| (the ones that can
+        fire far above the rest, e.g. base decoder layer 2 unit 560 reaches ~180 where 99% stay
+        below 0.2) are taken out of fc2's dynamically quantized input and multiplied in float
+        (the `fc2_outlier` MatMul, kept out of quantization), so they no longer set its uint8 scale."""
         h = self.layer_norm(x, V[p + "ffn/layer_norm/gamma"], V[p + "ffn/layer_norm/beta"], f"{name}.mlp_ln")
         h = self.gelu(self.linear(h, V[p + "ffn/linear_0/weight"], V[p + "ffn/linear_0/bias"], f"{name}.mlp.fc1"))
+        if n_outlier:
+            w1 = f32(V[p + "ffn/linear_0/weight"]) * f32(V[p + "ffn/layer_norm/gamma"])[None, :]
+            idx = np.sort(np.argsort(-np.linalg.norm(w1, axis=1), kind="stable")[:n_outlier])
+            w2 = f32(V[p + "ffn/linear_1/weight"]).copy()  # (out, hidden)
+            mask = np.ones(w2.shape[1], np.float32)
+            mask[idx] = 0
+            w_out = w2[:, idx].copy()
+            w2[:, idx] = 0
+            rest = self.linear(self.op("Mul", [h, self.init(f"{name}.mlp.fc2.inlier_mask", mask)]),
+                               w2, V[p + "ffn/linear_1/bias"], f"{name}.mlp.fc2")
+            hot = self.op("Gather", [h, self.init(f"{name}.mlp.fc2.outlier_index", idx.astype(np.int64))], axis=-1)
+            return self.op("Add", [x, self.op("Add", [rest, self.linear(hot, w_out, None, f"{name}.mlp.fc2_outlier")])])
         return self.op("Add", [x, self.linear(h, V[p + "ffn/linear_1/weight"], V[p + "ffn/linear_1/bias"], f"{name}.mlp.fc2")])
     def split_heads(self, x, n_head, d_head, perm):
         """(N, L, D) -> (N, L, H, dh) -> transpose(perm)."""
@@ -327,11 +351,15 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
     if int8_embedding:
         # symmetric per-row int8; one copy serves the lookup and the output projection
         s = np.maximum(np.abs(emb).max(axis=1), 1e-8) / 127.0
-        q = np.clip(np.round(emb / s[:, None]), -127, 127).astype(np.int8)
-        qT = g.init("token_embedding.int8_T", q.T)  # (D, n_vocab)
+        # stored as q + 128 in uint8 with zero point 128: MatMulInteger then runs u8 x u8, which is
+        # exact on every CPU; u8 x s8 on AVX2 without VNNI sums pairs in saturating int16
+        # (vpmaddubsw) and corrupted ~30% of the logits (zero point ~200 x weights up to 127).
+        q = np.clip(np.round(emb / s[:, None]), -127, 127).astype(np.int16)
+        qT = g.init("token_embedding.uint8_T", (q.T + 128).astype(np.uint8))  # (D, n_vocab)
+        zp = g.init("token_embedding.zero_point", np.array(128, dtype=np.uint8))
         sc = g.init("token_embedding.scale", s.astype(np.float32))
         rows = g.op("Transpose", [g.op("Gather", [qT, "tokens"], axis=1)], perm=[1, 2, 0])  # N, n, D
-        rows = g.op("Cast", [rows], to=TensorProto.FLOAT)
+        rows = g.op("Sub", [g.op("Cast", [rows], to=TensorProto.FLOAT), g.f(128.0)])
         x = g.op("Mul", [rows, g.op("Unsqueeze", [g.op("Gather", [sc, "tokens"], axis=0), g.i64([-1])])])
     else:
         x = g.op("Gather", [g.init("token_embedding.weight", emb), "tokens"], axis=0)
@@ -391,17 +419,16 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
             align.append(g.op("Gather", [by_head, g.i64(heads_of_layer[i])], axis=2))
         a = g.linear(a, V[p + "attention/linear_2/weight"], V[p + "attention/linear_2/bias"], f"dec{i}.cross.out")
         x = g.op("Add", [x, a])
-        x = g.mlp_block(x, V, p, f"dec{i}")
+        x = g.mlp_block(x, V, p, f"dec{i}", n_outlier=FC2_OUTLIERS if int8_embedding else 0)
     x = g.layer_norm(x, V["decoder/layer_norm/gamma"], V["decoder/layer_norm/beta"], "dec.ln")
 
     if int8_embedding:
-        # logits = (x @ q.T) * s, as dynamic-uint8(x) x int8(q.T) -> int32: the int8 matrix is
-        # the only copy in memory.  Logits in float against the dequantized rows (Cast and Mul,
-        # folded into a float32 (D, n_vocab) matrix at session creation) measured one wrong word
-        # fewer per 70 on the LibriVox check, but hold ~190 MB more for base in every loaded
-        # recognizer -- and the daemon loads one per language in use.
+        # logits = (x @ q.T) * s, as dynamic-uint8(x) x uint8(q.T + 128) -> int32 (both zero
+        # points subtracted by MatMulInteger): the 8-bit matrix is the only copy in memory.  Float
+        # logits from a float16 table measured no better (1 of 71 words wrong either way) but hold
+        # ~106 MB more for base in every loaded recognizer and take ~30 % longer per step.
         xq, xs, xz = g.op("DynamicQuantizeLinear", [x], n_out=3)
-        acc = g.op("Cast", [g.op("MatMulInteger", [xq, qT, xz])], to=TensorProto.FLOAT)
+        acc = g.op("Cast", [g.op("MatMulInteger", [xq, qT, xz, zp])], to=TensorProto.FLOAT)
         g.op("Mul", [acc, g.op("Mul", [sc, xs])], out="logits")
     else:
         g.op("MatMul", [x, g.init("token_embedding.weight_t", emb.T)], out="logits")
@@ -538,7 +565,7 @@ def make_metadata(dims, vocab, config, name, alignment_heads, multilingual=None)
 # ---------------------------------------------------------------------------------------------
 # Conversion
 # ---------------------------------------------------------------------------------------------
-def quantize(src, dst):
+def quantize(src, dst, reduce_range=False):
     """MatMul weights to int8 with per-channel scales (sherpa-onnx's export uses per-tensor;
     per-channel measured ~40% lower encoder output error for +85 KB)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -547,8 +574,12 @@ def quantize(src, dst):
     level = root.level
     root.setLevel(logging.ERROR)  # silence "consider pre-processing" warnings
     try:
+        m = onnx.load(src, load_external_data=False)
+        keep_float = [n.name for n in m.graph.node if n.op_type == "MatMul" and "fc2_outlier" in n.input[1]]
+        del m
         quantize_dynamic(model_input=src, model_output=dst, op_types_to_quantize=["MatMul"],
-                         weight_type=QuantType.QInt8, per_channel=True)
+                         weight_type=QuantType.QInt8, per_channel=True, reduce_range=reduce_range,
+                         nodes_to_exclude=keep_float)
     finally:
         root.setLevel(level)
 
@@ -583,7 +614,7 @@ def convert(model_dir, out_dir, name, prefix=None, fp32_dir=None, multilingual=N
                            ("decoder", lambda: build_decoder(V, dims, heads, int8_embedding=True))):
             src = os.path.join(tmp, f"{key}.float.onnx")
             onnx.save(build(), src)
-            quantize(src, staged[key])
+            quantize(src, staged[key], reduce_range=(key == "decoder"))
             os.remove(src)
         # quantize_dynamic keeps metadata_props; make sure of it, sherpa-onnx cannot work without
         got = {p.key: p.value for p in onnx.load(staged["encoder"], load_external_data=False).metadata_props}

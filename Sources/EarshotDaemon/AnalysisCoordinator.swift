@@ -1,5 +1,6 @@
 import EarshotAssets
 import EarshotSpeech
+import EarshotSystem
 import EarshotWire
 import Foundation
 
@@ -287,11 +288,3 @@ final class SessionCounts: @unchecked Sendable {
     func hasSessions(_ connection: Int) -> Bool { lock.withLock { counts[connection] != nil } }
 }
 
-/// A flag set once and read from any thread (a session's shutdown mark, its first result).
-final class OnceFlag: @unchecked Sendable {
-    // @unchecked: `value` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
-}

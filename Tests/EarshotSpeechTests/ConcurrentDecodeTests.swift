@@ -81,6 +81,25 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
         }
     }
 
+    /// Regression (CI, graceful shutdown): handing a session's detector back for reuse waited on the
+    /// session's queue even when the session was only abandoned, so the shutdown deadline waited on
+    /// its queued work and let the cancelled session's `finished` out before its connection closed.
+    /// An abandoned session's detector goes with it: nothing waits behind a blocked queue.
+    @Test func aBusyAbandonedSessionHandsBackNoDetectorAndNobodyWaitsForIt() async throws {
+        let held = HeldTranscriber()
+        defer { held.finishAll() }
+        let session = try session(held, parallelism: 1, log: EventLog())
+        // One lane: the first segment's decode holds it, and the second blocks the session's queue.
+        await session.accept(SessionTests.pcm(try Self.audio()), format: .speech16k, start: nil)
+        #expect(await held.waitForStarts(1))
+        session.abandon()
+        #expect(await session.releaseDetector() == nil, "a session that has not finished keeps its detector")
+        held.finishAll()
+        _ = await session.finish(.cancelNow, time: nil)
+        #expect(await session.releaseDetector() != nil, "once finished, its detector is handed back")
+        #expect(await session.releaseDetector() == nil, "only once")
+    }
+
     @Test func concurrentlyDecodedSegmentsArriveInOrderAndMatchTheSequentialSession() async throws {
         let audio = try Self.audio()
         let sequentialLog = EventLog()

@@ -33,7 +33,7 @@ public final class Downloader: Sendable {
     public func download(_ request: DownloadRequest,
                          progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                          isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(DownloadError) -> DownloadResult {
-        let flag = CancellationFlag()
+        let flag = OnceFlag() // set by the task-cancellation handler, read by the transfer thread
         let shouldStop: @Sendable () -> Bool = { flag.isSet || isCancelled() }
         let outcome = await withTaskCancellationHandler {
             await self.run(request, progress: progress, shouldStop: shouldStop)
@@ -162,11 +162,3 @@ public final class Downloader: Sendable {
     }
 }
 
-/// Set once by a task-cancellation handler, read by the transfer thread.
-private final class CancellationFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
-}

@@ -29,6 +29,8 @@ public final class AnalysisSession: @unchecked Sendable {
     private let vad: any SpeechSegmenting
     /// The detector went to another session (``releaseDetector()``); this one never touches it again.
     private var detectorReleased = false
+    /// Set (on the queue) when the session finishes; read from any thread.
+    private let ended = OnceFlag()
     /// Samples given to the VAD so far (its index space).
     private var consumed: Int64 = 0
     /// Contiguous runs of input: VAD index where each starts and its stream time.
@@ -171,10 +173,12 @@ public final class AnalysisSession: @unchecked Sendable {
     }
 
     /// Once the session has finished: its silero detector, reset, for another session to reuse
-    /// (nil while the session runs, or for another kind of detector). Runs after everything queued
-    /// before the call, so the session's own work with the detector is done.
+    /// (nil for another kind of detector, and at once while the session runs — an abandoned
+    /// session's detector goes with it, so nobody waits behind its queued work). Runs after
+    /// everything queued before the call, so the session's own work with the detector is done.
     func releaseDetector() async -> SileroDetector? {
-        await onQueue { [self] in
+        guard ended.isSet else { return nil }
+        return await onQueue { [self] in
             guard finished, !detectorReleased, let detector = vad as? SileroDetector else { return nil }
             detectorReleased = true
             detector.reset()
@@ -451,6 +455,7 @@ public final class AnalysisSession: @unchecked Sendable {
             do { try finalizeOpen() } catch { return fail(error) }
         }
         finished = true
+        ended.set()
         events.send(.finished(nil))
         resumeFinishWaiters()
     }
@@ -459,6 +464,7 @@ public final class AnalysisSession: @unchecked Sendable {
     private func fail(_ error: any Error) {
         guard !finished else { return }
         finished = true
+        ended.set()
         events.send(.finished(error))
         resumeFinishWaiters()
     }

@@ -19,8 +19,12 @@ struct SpeechAccuracyTests {
     static let longWhisperCeiling = 0.12
     /// Bounds for the daemon's resident memory while it transcribes the long recording (measured
     /// with Whisper base: 386–395 MiB while streaming, 486 MiB after the last, longest decode).
+    /// Growth after the first 30 s: two segments decoding at once on the one model hold up to
+    /// 2 × 65–80 MiB of ONNX Runtime working memory, and when they first overlap depends on the
+    /// machine's timing (measured 24–59 MiB in CI runs); a leak of the size once seen (10 MB per
+    /// transcription) would pass 96 MiB within the 15 segments.
     static let residentCeiling = 640 << 20
-    static let residentGrowthCeiling = 48 << 20
+    static let residentGrowthCeiling = 96 << 20
     /// Median |Δ start| of Whisper's word times against PocketSphinx's: measured 60 ms for base and
     /// 109 ms for tiny.en (p90 210 and 220 ms) over 54 matched words.
     static let wordTimeCeiling = 0.2

@@ -301,6 +301,8 @@ public struct Daemon: Sendable {
             maxStoreSize: Int64(config.int("Assets.MaxStoreSize")), gcInterval: config.seconds("Assets.GCIntervalSec"),
             download: download, updateBandwidthLimit: config.int("Assets.UpdateBandwidthLimit") > 0 ? Int64(config.int("Assets.UpdateBandwidthLimit")) : nil)
         settings.keepPreviousFor = config.seconds("Assets.KeepPreviousForSec")
+        settings.updateInterval = config["Assets.UpdateIntervalSec"] == "auto"
+            ? (paths.mode == .user ? 86400 : 0) : config.seconds("Assets.UpdateIntervalSec")
         if let pause = environment["EARSHOT_TEST_PAUSE"], let colon = pause.firstIndex(of: ":"),
            let phase = InstallPhase(rawValue: String(pause[..<colon])), let seconds = Double(pause[pause.index(after: colon)...]) {
             settings.testPause = (phase, seconds)

@@ -391,7 +391,7 @@ public struct AssetVersionsInfo: Codable, Sendable, Hashable {
 public struct UpdateRunInfo: Codable, Sendable, Hashable {
     /// Wall-clock seconds.
     public var finishedAt: Double
-    /// `timer` or `uid N`.
+    /// `timer`, `schedule` (the daemon's own, `[Assets] UpdateIntervalSec`) or `uid N`.
     public var requestedBy: String
     /// `changed`, `unchanged` (nothing newer, or no source reachable) or `failed` (needs an admin),
     /// as `earshotctl update`'s exit codes 0, 2 and 1.

@@ -92,6 +92,39 @@ struct InventoryUpdateTests {
         }
     }
 
+    /// A per-user daemon has no update timer: before UpdateIntervalSec its installed assets stayed
+    /// at the version first installed, whatever the catalog offered later.
+    @Test("with an update interval the service updates at start and then every interval of its clock, by schedule")
+    func scheduledUpdatesFollowTheInjectedClock() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        try await publish(fixture, catalogVersion: 1, assetVersion: 1, encoder: Self.v1Encoder)
+        var settings = fixture.settings()
+        settings.updateInterval = 86400
+        try await fixture.withService(settings) { handle async throws in
+            let service = handle.service
+            // The first run at start (nothing installed yet), then a sleep of one interval beside GC's.
+            #expect(try await eventually { try await service.lastUpdate()?.requestedBy == "schedule" })
+            #expect(try await service.lastUpdate()?.outcome == "unchanged")
+            await fixture.clock.sleepers(atLeast: 2)
+            #expect(fixture.clock.requestedSleeps.sorted() == [.seconds(3600), .seconds(86400)])
+
+            _ = try await service.install([Modules.transcriber("en-US")], for: appA) { _ in }
+            try await publish(fixture, catalogVersion: 2, assetVersion: 2, encoder: Self.v2Encoder)
+            fixture.clock.advance(by: .seconds(86399))
+            await fixture.clock.sleepers(atLeast: 2)
+            #expect(try await service.installedAssets().map(\.key) == ["tx-en@1"], "nothing before the interval is up")
+
+            fixture.clock.advance(by: .seconds(1))
+            #expect(try await eventually { try await service.installedAssets().map(\.key) == ["tx-en@2"] }, "updated, and v1 (no lease) retired")
+            let run = try await service.lastUpdate()
+            #expect(run?.requestedBy == "schedule" && run?.outcome == "changed" && run?.summary == "updated tx-en@1→2")
+            #expect(fixture.logs.all.contains { $0.message == "updated tx-en 1 → 2 (by schedule)" })
+            await fixture.clock.sleepers(atLeast: 2)
+            #expect(fixture.clock.requestedSleeps.filter { $0 == .seconds(86400) }.count == 2, "and sleeps for the next interval")
+        }
+    }
+
     @Test("a validly signed catalog with a lower version is refused and the current one kept")
     func rollbackIsRefused() async throws {
         let fixture = try await InventoryFixture.make()

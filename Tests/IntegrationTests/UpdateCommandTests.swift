@@ -101,6 +101,44 @@ import TestSupport
         }
     }
 
+    /// A per-user daemon (no update timer) kept the version it first installed for good: after
+    /// Scripts/setup.sh raised whisper-base to 2, `earshot transcribe` still used 1. In user mode
+    /// `[Assets] UpdateIntervalSec=auto` updates at start (and daily); 0 turns that off.
+    @Test func aUserModeDaemonUpdatesAtStartUnlessTheIntervalIsZero() async throws {
+        try await AssetFixture.with { fixture in
+            let v1 = try await fixture.build(.random("asr-en", version: 1, locales: ["en-US"], bytes: 64 << 10, seed: 64))
+            try await fixture.publishCatalog(version: 1, assets: [v1], modified: Date(timeIntervalSinceNow: -3600))
+            let first = try await fixture.startDaemonWithCatalog("[Assets]\nUpdateIntervalSec=0")
+            let admin = try TestConnection(first.socket)
+            try await admin.hello("org.example.update")
+            _ = try await admin.call(InstallRequest(id: "i", modules: [Modules.transcriber("en-US")]), timeout: .seconds(60)).decode(InstallReply.self)
+            admin.close()
+            let v2 = try await fixture.build(.random("asr-en", version: 2, locales: ["en-US"], bytes: 64 << 10, seed: 65))
+            try await fixture.publishCatalog(version: 2, assets: [v2], modified: Date(timeIntervalSinceNow: -1800))
+
+            // Off: a restart fetches nothing and keeps v1.
+            await first.cleanUp()
+            let off = try await fixture.startDaemon("[Assets]\nUpdateIntervalSec=0")
+            let offStatus = try await ctl(["status", "--json"], off)
+            #expect(offStatus.status == 0 && !offStatus.stdout.contains("\"schedule\""), "\(offStatus.stdout)")
+            #expect(fixture.installedVersionDirectories("asr-en") == ["1"])
+            await off.cleanUp()
+
+            // The default (auto) in user mode: the start updates to v2, logged as by schedule.
+            let daemon = try await fixture.startDaemon()
+            var updated = false
+            for _ in 0..<500 where !updated {
+                updated = daemon.child.stderr.contains("earshotd[notice]: assets: updated asr-en 1 → 2 (by schedule)")
+                if !updated { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(updated, "\(daemon.child.stderr)")
+            let status = try await ctl(["status", "--json"], daemon)
+            let reply = try JSONDecoder().decode(DaemonStatus.self, from: Data(status.stdout.utf8))
+            #expect(reply.lastUpdate?.requestedBy == "schedule" && reply.lastUpdate?.outcome == "changed", "\(status.stdout)")
+            #expect(try await ctl(["update"], daemon).status == 2, "nothing left for a manual run")
+        }
+    }
+
     /// Issue 9, "hold skips an update": a held asset stays at its version through the timer's and
     /// manual updates (the dry run lists it as held); status and catalog say so; after unhold the
     /// next update installs v2, logged once as "by timer". Also `install --dry-run` lists what it

@@ -189,6 +189,16 @@ extension AssetService {
         return report
     }
 
+    /// One unattended update run of the service's own schedule (user mode has no update timer):
+    /// changes are logged by their jobs; what failed or was put off is a warning here.
+    func scheduledUpdate() async {
+        let report = await update(requestedBy: "schedule")
+        let problems = report.failed.map { "failed \($0)" } + report.deferred.map { "deferred \($0)" }
+        if !problems.isEmpty {
+            log("scheduled update: \(problems.joined(separator: "; "))", .warning, ["requested_by": "schedule"])
+        }
+    }
+
     /// For each current installed asset with a newer version in `assets`: the newest, and what
     /// installing it takes. A version still installed but not current was rolled back from: it is
     /// not installed again (a newer one is).

@@ -31,6 +31,9 @@ public struct AssetSettings: Sendable {
     public var download: DownloadOptions
     /// Bandwidth cap for unattended updates (bytes/s), if any.
     public var updateBandwidthLimit: Int64?
+    /// Seconds between the service's own unattended update runs (``AssetService/update(dryRun:requestedBy:)``
+    /// by `schedule`), the first at ``AssetService/run()``; 0: none (an update timer runs them).
+    public var updateInterval: Double = 0
     /// Test hook: hold install jobs in this phase for this many seconds (crash-safety tests).
     public var testPause: (InstallPhase, Double)?
 
@@ -162,10 +165,17 @@ public actor AssetService {
         }
     }
 
-    /// Fetches missing catalogs, then runs install jobs and periodic GC until cancelled.
+    /// Fetches missing catalogs (or, with an ``AssetSettings/updateInterval``, runs an update now
+    /// and then every interval), then runs install jobs and periodic GC until cancelled.
     public func run() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { [self] in await refreshMissingCatalogs() }
+            group.addTask { [self] in
+                guard settings.updateInterval > 0 else { return await refreshMissingCatalogs() }
+                while !Task.isCancelled {
+                    await scheduledUpdate()
+                    try? await clock.sleep(for: .seconds(settings.updateInterval))
+                }
+            }
             group.addTask { [self] in
                 while !Task.isCancelled {
                     try? await clock.sleep(for: .seconds(settings.gcInterval))

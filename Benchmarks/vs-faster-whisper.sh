@@ -6,7 +6,8 @@
 # int8 and beam 1 for faster-whisper. Prints WER and wall time for both and their ratio, CPU
 # seconds and peak RSS. Earshot is the release-built earshotd with `earshot transcribe` per file.
 #
-#   Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--baseline-earshotd PATH]
+#   Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…]
+#                                   [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
 #
 # faster-whisper==1.2.1 is installed at benchmark time into a virtual environment in
 # $EARSHOT_BENCH_DIR (else $XDG_CACHE_HOME/earshot-bench, else ~/.cache/earshot-bench), with the

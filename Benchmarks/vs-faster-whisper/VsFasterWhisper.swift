@@ -1,10 +1,12 @@
 // vs-faster-whisper: Earshot against faster-whisper on the same CTranslate2 weights (issue 10,
 // item 5), both warm, interleaved, 2 threads each; every figure beside its baseline in one run.
 //
-//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--baseline-earshotd PATH]
+//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N]
+//                                     [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
 //
-// --baseline-earshotd adds another earshotd build (e.g. main's) as a third engine, for ratios
-// before/after a change measured in the same run.
+// --analysis sets [Analysis] keys of Earshot's daemon (e.g. RecordingWindowSec=0,BatchThreads=0).
+// --baseline-earshotd (another build, e.g. main's) and/or --baseline-analysis (other [Analysis]
+// keys for the same build) add a third engine, for ratios before/after a change in the same run.
 //
 // Earshot: the release earshotd (its default InferenceThreads, or --inference-threads; a recording's
 // segments decode two at a time on 2 cores either way) on a catalog holding one Whisper asset (the
@@ -24,19 +26,32 @@ struct Options {
     /// Earshot's `[Analysis] InferenceThreads` (nil: the daemon's default).
     let inferenceThreads: Int?
     let models: [WhisperBenchModel]
+    /// `[Analysis]` lines for Earshot's daemon, and for the baseline's.
+    let analysis: [String]
+    let baselineAnalysis: [String]?
     /// Another earshotd build to run beside this one (before/after comparisons).
     let baseline: String?
 
     init(_ arguments: [String]) {
-        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "inference-threads", "baseline-earshotd"],
+        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "inference-threads", "analysis", "baseline-earshotd", "baseline-analysis"],
                                        required: ["python", "worker", "ct2", "scratch"],
-                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--baseline-earshotd PATH]")
+                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]")
         (python, worker, ct2, scratch) = (options["python"]!, options["worker"]!, options["ct2"]!, options["scratch"]!)
         runs = options.positive("runs", default: 3)
         repeats = options.positive("repeats", default: 13)
         inferenceThreads = options["inference-threads"].map { _ in options.positive("inference-threads", default: 1) }
         models = options.models
         baseline = options["baseline-earshotd"]
+        func lines(_ name: String) -> [String]? {
+            options[name].map { value in
+                value.split(separator: ",").map { pair in
+                    guard pair.contains("="), !pair.hasPrefix("=") else { fail("--\(name) takes KEY=VALUE pairs separated by commas, not '\(pair)'") }
+                    return String(pair)
+                }
+            }
+        }
+        analysis = lines("analysis") ?? []
+        baselineAnalysis = lines("baseline-analysis")
     }
 }
 
@@ -120,7 +135,8 @@ enum VsFasterWhisper {
         ]
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         say("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
-        say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")) + `earshot transcribe FILE` per file")
+        say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")\(options.analysis.map { ", " + $0 }.joined())) + `earshot transcribe FILE` per file")
+        if let baseline = options.baselineAnalysis { say("  Earshot baseline: [Analysis] \(baseline.joined(separator: ", "))") }
         let cli = BuiltProducts.path("earshot")
 
         for model in options.models {
@@ -128,11 +144,15 @@ enum VsFasterWhisper {
             // With base on the long file under load, `earshot transcribe` went 30 s without reading
             // its output while its upload waited on the daemon's back-pressure, and the daemon
             // dropped it (OutputStallTimeoutSec): allow longer, to measure the CLI as it is.
-            let config = (options.inferenceThreads.map { "[Analysis]\nInferenceThreads=\($0)\n" } ?? "") + "[Limits]\nOutputStallTimeoutSec=600\n"
+            func config(_ analysis: [String]) -> String {
+                "[Analysis]\n" + (options.inferenceThreads.map { "InferenceThreads=\($0)\n" } ?? "") + analysis.map { $0 + "\n" }.joined()
+                    + "[Limits]\nOutputStallTimeoutSec=600\n"
+            }
             var engines: [Engine] = []
             var daemons: [TestDaemon] = []
-            for (label, executable) in [("Earshot", nil)] + (options.baseline.map { [("Earshot baseline", $0)] } ?? []) {
-                let daemon = try await TestDaemon(config: config, arguments: ["--catalog", catalog.url, "--keys-dir", catalog.keys], executable: executable)
+            let hasBaseline = options.baseline != nil || options.baselineAnalysis != nil
+            for (label, executable, analysis) in [("Earshot", nil, options.analysis)] + (hasBaseline ? [("Earshot baseline", options.baseline, options.baselineAnalysis ?? options.analysis)] : []) {
+                let daemon = try await TestDaemon(config: config(analysis), arguments: ["--catalog", catalog.url, "--keys-dir", catalog.keys], executable: executable)
                 let install = try await ChildProcess.run(cli, ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"], in: daemon.directory, timeout: .seconds(300))
                 guard install.status == 0 || install.status == 2 else { fail("earshot install: \(install.stderr)") }
                 daemons.append(daemon)

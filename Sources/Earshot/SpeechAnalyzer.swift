@@ -21,17 +21,27 @@ public actor SpeechAnalyzer {
         /// as soon as no session uses them. The daemon caps it (see ``SpeechAnalyzer/grantedKeepAlive``);
         /// a negative one, or one with another retention, fails the session's opening.
         public let keepAlive: Duration?
+        /// Earshot extension: what the input is. A whole `.recording` (what analysing an
+        /// `AVAudioFile` always is) lets Whisper decode consecutive utterances together — more
+        /// accurate and faster — and delivers each one's final result later than `.live` input.
+        public let input: Input
+
+        /// Earshot extension: live audio or a whole recording.
+        public enum Input: Sendable, Hashable, CaseIterable {
+            case live, recording
+        }
 
         public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false) {
             self.init(priority: priority, modelRetention: modelRetention, ignoresResourceLimits: ignoresResourceLimits, keepAlive: nil)
         }
 
-        /// Options with a keep-alive (Earshot extension).
-        public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false, keepAlive: Duration?) {
+        /// Options with a keep-alive or an input kind (Earshot extension).
+        public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false, keepAlive: Duration?, input: Input = .live) {
             self.priority = priority
             self.modelRetention = modelRetention
             self.ignoresResourceLimits = ignoresResourceLimits
             self.keepAlive = keepAlive
+            self.input = input
         }
 
         var wire: AnalysisOptions {
@@ -40,7 +50,8 @@ public actor SpeechAnalyzer {
             case .lingering: .lingering
             case .processLifetime: .processLifetime
             }
-            return AnalysisOptions(modelRetention: retention, ignoresResourceLimits: ignoresResourceLimits, keepAliveSeconds: keepAlive.map { $0 / .seconds(1) })
+            return AnalysisOptions(modelRetention: retention, ignoresResourceLimits: ignoresResourceLimits, keepAliveSeconds: keepAlive.map { $0 / .seconds(1) },
+                                   input: input == .recording ? .recording : .live)
         }
     }
 
@@ -209,7 +220,8 @@ public actor SpeechAnalyzer {
     /// Analyses `file` (converted to the analyzer's format, decoded on dedicated threads) like
     /// ``analyzeSequence(_:)``: returns the time after its last sample (nil if it has none).
     public func analyzeSequence(from file: AVAudioFile) async throws -> CMTime? {
-        try await analyzeSequence(AnalyzerInputSequence.file(analyzerFormat: Self.analyzerFormat) { file })
+        _ = try await session(recording: true)
+        return try await analyzeSequence(AnalyzerInputSequence.file(analyzerFormat: Self.analyzerFormat) { file })
     }
 
     /// Starts analysing `inputSequence` in the background.
@@ -221,7 +233,7 @@ public actor SpeechAnalyzer {
     /// Starts analysing `inputAudioFile` in the background; with `finishAfterFile`, finalizes and
     /// finishes after its last sample, so every module's results end.
     public func start(inputAudioFile: AVAudioFile, finishAfterFile: Bool = false) async throws {
-        _ = try await session()
+        _ = try await session(recording: true)
         autonomous.set(Task { [self] in await self.runAutonomously(finishAfterInput: finishAfterFile) { try await self.analyzeSequence(from: inputAudioFile) } })
     }
 
@@ -296,14 +308,17 @@ public actor SpeechAnalyzer {
         return (connection, sessionID)
     }
 
-    /// Opens the session on first use.
-    private func session() async throws -> (DaemonConnection, String) {
+    /// Opens the session on first use; opened for file input (`recording`), it is a recording
+    /// whatever ``Options/input`` says.
+    private func session(recording: Bool = false) async throws -> (DaemonConnection, String) {
         if let failure { throw failure }
         if let connection, let sessionID { return (connection, sessionID) }
         guard !finished else { throw EarshotError.daemon(WireError(.badRequest, "the analysis session has finished")) }
         let connection = try await EarshotService.shared.connection()
+        var wireOptions = options?.wire ?? AnalysisOptions()
+        if recording { wireOptions.input = .recording }
         let reply = try await connection.request(
-            AnalyzerOpen(modules: modules.map(\.moduleConfiguration), options: options?.wire ?? AnalysisOptions(), context: context.wire),
+            AnalyzerOpen(modules: modules.map(\.moduleConfiguration), options: wireOptions, context: context.wire),
             expecting: AnalyzerOpened.self)
         self.connection = connection
         sessionID = reply.session

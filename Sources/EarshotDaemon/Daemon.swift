@@ -95,7 +95,8 @@ public struct Daemon: Sendable {
         let speech = SpeechService(settings: SpeechSettings(
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), maxKeepAliveSeconds: config.seconds("Analysis.MaxKeepAliveSec"),
-            inferenceThreads: config.int("Analysis.InferenceThreads"), batchThreads: config.int("Analysis.BatchThreads")), clock: clock, observer: metrics)
+            inferenceThreads: config.int("Analysis.InferenceThreads"), batchThreads: config.int("Analysis.BatchThreads"),
+            recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec")), clock: clock, observer: metrics)
         let errors = ErrorMap(logger: logger, metrics: metrics)
         let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
         let admins = AdminPolicy(group: config["Daemon.AdminGroup"], daemonUID: getuid())

@@ -42,7 +42,7 @@ extension AnalysisCoordinator {
         var lastError: (any Error)?
         for candidate in candidates {
             do {
-                return try await open([candidate], options: AnalysisOptions(modelRetention: .lingering), context: AnalysisContextData(), for: client, events: events)
+                return try await open([candidate], options: AnalysisOptions(modelRetention: .lingering, input: .recording), context: AnalysisContextData(), for: client, events: events)
             } catch {
                 lastError = error
             }

@@ -11,6 +11,16 @@ public enum ModelRetention: String, Codable, Sendable, Hashable, CaseIterable {
     case processLifetime
 }
 
+/// What a session's audio is (Earshot extension).
+public enum AnalysisInput: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Audio as it happens (a microphone, a voice assistant): each utterance is decoded when it ends.
+    case live
+    /// A whole recording sent as fast as the daemon takes it (a file): Whisper decodes consecutive
+    /// utterances together, up to `[Analysis] RecordingWindowSec`, which is more accurate and faster;
+    /// each utterance still gets its own final result, later than with `live`.
+    case recording
+}
+
 /// Session options (Apple's `SpeechAnalyzer.Options`).
 public struct AnalysisOptions: Codable, Sendable, Hashable {
     public var modelRetention: ModelRetention
@@ -21,13 +31,16 @@ public struct AnalysisOptions: Codable, Sendable, Hashable {
     /// soon as no session uses them). The daemon caps it at `MaxKeepAliveSec` and says so in
     /// ``AnalyzerOpened``.
     public var keepAliveSeconds: Double?
-    public init(modelRetention: ModelRetention = .whileInUse, ignoresResourceLimits: Bool = false, keepAliveSeconds: Double? = nil) {
+    /// Live audio (the default) or a whole recording.
+    public var input: AnalysisInput
+    public init(modelRetention: ModelRetention = .whileInUse, ignoresResourceLimits: Bool = false, keepAliveSeconds: Double? = nil, input: AnalysisInput = .live) {
         self.modelRetention = modelRetention
         self.ignoresResourceLimits = ignoresResourceLimits
         self.keepAliveSeconds = keepAliveSeconds
+        self.input = input
     }
     enum CodingKeys: String, CodingKey {
-        case modelRetention = "model_retention", ignoresResourceLimits = "ignores_resource_limits", keepAliveSeconds = "keep_alive_seconds"
+        case modelRetention = "model_retention", ignoresResourceLimits = "ignores_resource_limits", keepAliveSeconds = "keep_alive_seconds", input
     }
     /// A keep-alive must be a finite number of seconds ≥ 0 and needs `lingering` retention, else
     /// decoding fails (the daemon answers `bad_request`).
@@ -36,6 +49,7 @@ public struct AnalysisOptions: Codable, Sendable, Hashable {
         modelRetention = try c.decodeIfPresent(ModelRetention.self, forKey: .modelRetention) ?? .whileInUse
         ignoresResourceLimits = try c.decodeIfPresent(Bool.self, forKey: .ignoresResourceLimits) ?? false
         keepAliveSeconds = try c.decodeIfPresent(Double.self, forKey: .keepAliveSeconds)
+        input = try c.decodeIfPresent(AnalysisInput.self, forKey: .input) ?? .live
         if let problem = keepAliveProblem {
             throw DecodingError.dataCorruptedError(forKey: .keepAliveSeconds, in: c, debugDescription: problem)
         }

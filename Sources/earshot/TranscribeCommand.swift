@@ -28,7 +28,8 @@ enum TranscribeCommand {
         // Warm by default (Ollama's keep_alive): the model lingers for the daemon's LingerSeconds,
         // or --keep-alive, so the next call does not load it again.
         let keepAlive = try arguments.duration("keep-alive")
-        let options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive)
+        // Files are whole recordings: Whisper decodes consecutive utterances together.
+        let options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive, input: live ? .live : .recording)
 
         // One status query when the preferred model is installed (the analyzer shares this
         // connection); otherwise it installs the first supported candidate — a transcriber over

@@ -81,6 +81,40 @@ struct AppleListingTests {
         #expect(try Porting.wer(text, ids: [id]) <= 0.35, "\(text)")
     }
 
+    /// Linux extension: an `AVAudioFile` is a whole recording, so Whisper decodes consecutive
+    /// utterances together (fewer decodes than results, one final result per utterance, in
+    /// order); the same audio as a plain sequence is live input, one decode per utterance.
+    @Test func anAudioFileIsDecodedAsARecordingAndASequenceAsLiveInput() async throws {
+        try await Porting.useDaemon()
+        let socket = try #require(Porting.daemon).socket
+        let directory = try TempDirectory("esrec")
+        defer { directory.remove() }
+        let path = directory.file("five.wav")
+        _ = try LibriVox.writeRecording(to: path, repeats: 1, silence: 1)
+        func decodes() async throws -> Int {
+            try await TestConnection.stats(of: socket).metrics?.first { $0.name == "earshot_real_time_factor" && $0.labels == ["engine": "sherpa-onnx-whisper"] }?.count ?? 0
+        }
+        var figures: [(decodes: Int, finals: Int, text: String)] = []
+        for recording in [true, false] {
+            let transcriber = SpeechTranscriber(locale: Self.english, preset: .transcription)
+            try await ensureAssets(for: transcriber)
+            let before = try await decodes()
+            let analyzer = SpeechAnalyzer(modules: [transcriber])
+            async let collected = transcriber.results.reduce(into: [String]()) { $0.append(String($1.text.characters)) }
+            let url = URL(fileURLWithPath: path)
+            let last = recording ? try await analyzer.analyzeSequence(from: try AVAudioFile(forReading: url))
+                : try await analyzer.analyzeSequence(try await AssetInputSequenceProvider.provider(from: AVURLAsset(url: url), compatibleWith: [transcriber]).analyzerInputs)
+            try await analyzer.finalizeAndFinish(through: try #require(last))
+            let finals = try await collected
+            figures.append((try await decodes() - before, finals.count, finals.joined(separator: " ")))
+        }
+        print("[recording vs live] decodes, final results: \(figures.map { ($0.decodes, $0.finals) })")
+        #expect(figures[0].finals == 5 && figures[1].finals == 5, "one final result per utterance: \(figures.map(\.finals))")
+        #expect(figures[0].decodes < figures[0].finals, "the recording's utterances decode together")
+        #expect(figures[1].decodes == figures[1].finals, "live input decodes each utterance")
+        for figure in figures { #expect(try Porting.wer(figure.text, ids: Porting.ids) <= 0.05, "\(figure.text)") }
+    }
+
     /// The file-taking initializer with `finishAfterFile`: results end without any finish call.
     @Test func fileInitializerFinishesAfterTheFile() async throws {
         try await Porting.useDaemon()

@@ -167,7 +167,8 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
     @Test func theWindowAdmitsNoMoreAudioThanItsBound() async throws {
         let window = DecodeWindow(label: "test.window", lanes: 4, maxSamples: 100)
         let first = DispatchSemaphore(value: 0)
-        window.run(samples: 60) { lane in
+        window.reserve(samples: 60)
+        window.run(reserved: 60) { lane in
             first.wait()
             window.release(lane: lane, samples: 60)
         }
@@ -175,7 +176,8 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
         let seen = Task.detached {
             await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
                 Thread {
-                    window.run(samples: 60) { lane in
+                    window.reserve(samples: 60)
+                    window.run(reserved: 60) { lane in
                         let held = window.samples
                         window.release(lane: lane, samples: 60)
                         continuation.resume(returning: held)
@@ -185,6 +187,11 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
         }
         first.signal()
         #expect(await seen.value == 60)
+        #expect(window.samples == 0)
+        // A reservation for a decode that will not run goes back.
+        window.reserve(samples: 90)
+        #expect(window.samples == 90)
+        window.unreserve(samples: 90)
         #expect(window.samples == 0)
     }
 

@@ -209,6 +209,18 @@ struct EventTests {
         }
     }
 
+    @Test("an open's input is live unless it says recording; another value is refused")
+    func analysisInput() throws {
+        let modules = [ModuleConfiguration(kind: .transcriber, locale: "en-US")]
+        let recording = AnalyzerOpen(modules: modules, options: AnalysisOptions(modelRetention: .lingering, input: .recording))
+        let frame = try roundTrip(recording)
+        #expect(frame.data["options"]?.objectValue?["input"] == .string("recording"))
+        let older = Frame(type: AnalyzerOpen.eventType, data: ["modules": try Frame(recording).data["modules"]!, "options": .object(["model_retention": .string("lingering")])])
+        #expect(try older.decode(AnalyzerOpen.self).options.input == .live, "a client that does not say is live")
+        let unknown = Frame(type: AnalyzerOpen.eventType, data: ["modules": try Frame(recording).data["modules"]!, "options": .object(["input": .string("podcast")])])
+        #expect(throws: EventDecodingError.self) { try unknown.decode(AnalyzerOpen.self) }
+    }
+
     @Test("decoding a frame as the wrong event type fails")
     func wrongEventType() {
         let error = #expect(throws: EventDecodingError.self) { try Frame(type: "pong").decode(Ping.self) }

@@ -55,6 +55,19 @@ public final class AnalysisSession: @unchecked Sendable {
     private var finishAfter: WireTime?
     private var finishWaiters: [CheckedContinuation<WireTime?, Never>] = []
     private let backlog = Backlog(limit: AnalysisSession.maxQueuedSamples)
+    /// Most samples of a recording's segments one Whisper decode takes together (0: one segment a
+    /// decode, as for live input).
+    private let recordingWindow: Int
+    /// A recording's window being gathered, by module index: its segments, the place its results
+    /// take among the events, and their ranges.
+    private var gathering: [Int: Gathering] = [:]
+    private struct Gathering {
+        var group = SegmentGroup()
+        var ranges: [WireTimeRange] = []
+        let ticket: Int
+        let model: any SegmentTranscribing
+        let module: SessionModule
+    }
 
     /// Audio accepted but not yet analysed before senders wait: 30 s.
     public static let maxQueuedSamples: Int64 = 30 * 16000
@@ -76,11 +89,15 @@ public final class AnalysisSession: @unchecked Sendable {
     static let ingestBlock = 16000
 
     /// `decodeParallelism`: most segments decoded at once (the daemon uses one per core).
-    public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, decodeParallelism: Int = 1,
+    /// `recordingWindow` (samples, at most ``maxDecodingSamples`` / 2; 0: off): the input is a
+    /// whole recording, so consecutive segments are decoded together up to that much audio by
+    /// modules without volatile results (``SegmentGroup``).
+    public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, decodeParallelism: Int = 1, recordingWindow: Int = 0,
                 emit: @escaping @Sendable (SessionEvent) -> Void) {
         self.id = id
         self.modules = modules
         self.vad = vad
+        self.recordingWindow = min(max(0, recordingWindow), Self.maxDecodingSamples / 2)
         events = OrderedEvents(emit: emit)
         window = DecodeWindow(label: "earshot.session.\(id).decode", lanes: decodeParallelism, maxSamples: Self.maxDecodingSamples)
         queue = DispatchQueue(label: "earshot.session.\(id)")
@@ -157,6 +174,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// utterance of removed decoders is dropped (new decoders decode whole segments until the next).
     public func setModules(_ newModules: [SessionModule]) async {
         await onQueue { [self] in
+            dispatchGathered()
             if utteranceStart != nil {
                 for module in modules {
                     if case .streaming(let decoder) = module.engine { _ = try? decoder.endUtterance(alternatives: 0) }
@@ -307,7 +325,11 @@ public final class AnalysisSession: @unchecked Sendable {
             for module in modules {
                 switch module.engine {
                 case .segments(let model):
-                    decode(segment.samples, with: model, for: module, range: range(from: start, to: end))
+                    if recordingWindow > 0, !module.wantsVolatile {
+                        gather(segment, with: model, for: module)
+                    } else {
+                        decode(segment.samples, with: model, for: module, range: range(from: start, to: end))
+                    }
                 case .streaming(let decoder):
                     let alternatives = module.wantsAlternatives ? 4 : 0
                     // The streamed utterance is used when it began with the segment; one started
@@ -338,18 +360,69 @@ public final class AnalysisSession: @unchecked Sendable {
     /// meanwhile: back-pressure); its result takes its place among the events.
     private func decode(_ samples: [Float], with model: any SegmentTranscribing, for module: SessionModule, range: WireTimeRange) {
         let ticket = events.reserve()
-        window.run(samples: samples.count) { [self] lane in
+        window.reserve(samples: samples.count)
+        decodeReserved(samples, with: model, filling: ticket) { [self] in [.result(result(module, $0, range: range, final: true))] }
+    }
+
+    /// Decodes `samples` (reserved in the window) on a decode lane; `events(transcription)` fill
+    /// the place `ticket` holds (on the queue), and a failure ends the session.
+    private func decodeReserved(_ samples: [Float], with model: any SegmentTranscribing, filling ticket: Int,
+                                _ events: @escaping @Sendable (Transcription) -> [SessionEvent]) {
+        window.run(reserved: samples.count) { [self] lane in
             let outcome = Result { try model.transcribe(samples, sampleRate: Int(Self.sampleRate)) }
             window.release(lane: lane, samples: samples.count)
             queue.async { [self] in
                 switch outcome {
-                case .success(let transcription): events.fill(ticket, with: [.result(result(module, transcription, range: range, final: true))])
+                case .success(let transcription): self.events.fill(ticket, with: events(transcription))
                 case .failure(let error):
-                    events.fill(ticket, with: [])
+                    self.events.fill(ticket, with: [])
                     fail(error)
                 }
             }
         }
+    }
+
+    /// Adds a recording's segment to its module's window, decoding the window first when the
+    /// segment would make it longer than ``recordingWindow``. Reserving the segment's samples may
+    /// wait for decodes in flight (back-pressure), never for windows still being gathered.
+    private func gather(_ segment: SpeechSegment, with model: any SegmentTranscribing, for module: SessionModule) {
+        let count = segment.samples.count
+        if let current = gathering[module.index], current.group.samples.count + count > recordingWindow {
+            dispatchGathered(module.index)
+        }
+        // Other modules' windows go first if together they would leave this reservation waiting
+        // on samples that only their own decodes can give back.
+        if gathering.values.reduce(count, { $0 + $1.group.samples.count }) > Self.maxDecodingSamples {
+            for other in gathering.keys.sorted() where other != module.index { dispatchGathered(other) }
+        }
+        window.reserve(samples: count)
+        var current = gathering[module.index] ?? Gathering(ticket: events.reserve(), model: model, module: module)
+        current.group.append(segment)
+        current.ranges.append(range(from: segment.startSample, to: segment.startSample + Int64(count)))
+        gathering[module.index] = current
+    }
+
+    /// Decodes the gathered window of module `index` (of every module when nil) on a decode lane;
+    /// each segment's share of the text takes the window's place among the events.
+    private func dispatchGathered(_ index: Int? = nil) {
+        for key in index.map({ [$0] }) ?? gathering.keys.sorted() {
+            guard let current = gathering.removeValue(forKey: key) else { continue }
+            decodeReserved(current.group.samples, with: current.model, filling: current.ticket) { [self] transcription in
+                let shares: [(Transcription, WireTimeRange)] = current.group.split(transcription, sampleRate: Int(Self.sampleRate)).map { Array(zip($0, current.ranges)) }
+                    // No word times: one result over the whole window.
+                    ?? [(transcription, WireTimeRange(start: current.ranges[0].start, end: current.ranges[current.ranges.count - 1].end))]
+                return shares.map { .result(result(current.module, $0.0, range: $0.1, final: true)) }
+            }
+        }
+    }
+
+    /// Drops the windows being gathered (the session ends without finalizing).
+    private func dropGathered() {
+        for current in gathering.values {
+            window.unreserve(samples: current.group.samples.count)
+            events.fill(current.ticket, with: [])
+        }
+        gathering = [:]
     }
 
     /// Re-decodes the open speech for modules that asked for volatile results.
@@ -381,6 +454,7 @@ public final class AnalysisSession: @unchecked Sendable {
     private func finalizeOpen() throws {
         vad.flush()
         try drainSegments()
+        dispatchGathered()
         // A streaming utterance the VAD never closed (e.g. input ended mid-word).
         if let uttStart = utteranceStart {
             for module in modules {
@@ -454,6 +528,7 @@ public final class AnalysisSession: @unchecked Sendable {
         if finalizing {
             do { try finalizeOpen() } catch { return fail(error) }
         }
+        dropGathered()
         finished = true
         ended.set()
         events.send(.finished(nil))
@@ -463,6 +538,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// Ends the session because of `error` (typed: the daemon's error map turns it into a wire code).
     private func fail(_ error: any Error) {
         guard !finished else { return }
+        dropGathered()
         finished = true
         ended.set()
         events.send(.finished(error))

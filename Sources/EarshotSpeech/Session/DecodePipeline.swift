@@ -44,10 +44,11 @@ final class OrderedEvents {
     }
 }
 
-/// Bounds a session's segment decodes in flight: at most `lanes` at once, each on its own lane (a
-/// serial queue, so a blocked decode never holds a thread of a shared pool), holding at most
-/// `maxSamples` of audio between them (one decode is always admitted). `acquire` blocks: call it
-/// on the session's queue, never the cooperative pool.
+/// Bounds a session's segment decodes: at most `lanes` at once, each on its own lane (a serial
+/// queue, so a blocked decode never holds a thread of a shared pool), holding at most `maxSamples`
+/// of audio between those in flight and those reserved (a recording's window being gathered; one
+/// decode is always admitted). `reserve` and `run` block: call them on the session's queue, never
+/// the cooperative pool.
 final class DecodeWindow: @unchecked Sendable {
     // Unchecked: state is guarded by `condition`; the queues are thread-safe.
     private let condition = NSCondition()
@@ -62,11 +63,20 @@ final class DecodeWindow: @unchecked Sendable {
         self.maxSamples = maxSamples
     }
 
-    /// Waits for a lane, then runs `work` on it; `work` must call `release` when its decode is done.
-    func run(samples: Int, _ work: @escaping @Sendable (_ lane: Int) -> Void) {
-        let lane = condition.withLock {
-            while free.isEmpty || (free.count < queues.count && heldSamples + samples > maxSamples) { condition.wait() }
+    /// Waits until `samples` more fit within `maxSamples` (or nothing is held), then holds them
+    /// for a decode to come: ``run(reserved:_:)`` runs it, ``unreserve(samples:)`` drops it.
+    func reserve(samples: Int) {
+        condition.withLock {
+            while heldSamples > 0 && heldSamples + samples > maxSamples { condition.wait() }
             heldSamples += samples
+        }
+    }
+
+    /// Waits for a lane, then runs `work` on it (its samples reserved); `work` must call `release`
+    /// when its decode is done.
+    func run(reserved samples: Int, _ work: @escaping @Sendable (_ lane: Int) -> Void) {
+        let lane = condition.withLock {
+            while free.isEmpty { condition.wait() }
             return free.removeLast()
         }
         queues[lane].async { work(lane) }
@@ -80,7 +90,15 @@ final class DecodeWindow: @unchecked Sendable {
         }
     }
 
-    /// Audio samples held by decodes in flight.
+    /// Gives back samples reserved for a decode that will not run.
+    func unreserve(samples: Int) {
+        condition.withLock {
+            heldSamples -= samples
+            condition.broadcast()
+        }
+    }
+
+    /// Audio samples held by decodes in flight and reserved for coming ones.
     var samples: Int { condition.withLock { heldSamples } }
 }
 

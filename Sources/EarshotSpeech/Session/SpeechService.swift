@@ -20,9 +20,13 @@ public struct SpeechSettings: Sendable {
     /// Most Whisper decodes at once, daemon-wide (shared fairly between sessions) and of one session's
     /// segments: one per core.
     public var decodeSlots: Int
+    /// Most seconds of a recording's consecutive segments one Whisper decode takes together
+    /// (``AnalysisInput/recording``); 0: one segment a decode.
+    public var recordingWindowSeconds: Double
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
-                inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount) {
+                inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
+                recordingWindowSeconds: Double = 20) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
@@ -30,6 +34,7 @@ public struct SpeechSettings: Sendable {
         self.inferenceThreads = inferenceThreads
         self.batchThreads = max(0, batchThreads)
         self.decodeSlots = max(1, decodeSlots)
+        self.recordingWindowSeconds = max(0, recordingWindowSeconds)
     }
 
     /// The keep-alive `options` get: what they ask for, at most ``maxKeepAliveSeconds``; nil when
@@ -174,7 +179,8 @@ public actor SpeechService {
             } else {
                 vad = try await BlockingWork.run("earshot.vad") { [configuration] in try SileroDetector(configuration: configuration) }
             }
-            let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots) { emit(id, $0) }
+            let window = plan.options.input == .recording ? Int(settings.recordingWindowSeconds * Double(AnalysisSession.sampleRate)) : 0
+            let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots, recordingWindow: window) { emit(id, $0) }
             sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams, batches: batches)
             return session
         } catch {

@@ -25,7 +25,8 @@ public final class TestConnection: Sendable {
         }
     }
 
-    /// The next frame, `nil` at end of stream; throws on timeout or malformed input.
+    /// The next frame, `nil` at end of stream; throws on timeout, on malformed input, and
+    /// `CancellationError` when the waiting task is cancelled.
     public func next(timeout: Duration = .seconds(10)) async throws -> Frame? {
         let frames = channel.frames
         return try await withThrowingTaskGroup(of: Frame?.self) { group in
@@ -40,6 +41,8 @@ public final class TestConnection: Sendable {
             }
             let first = try await group.next()!
             group.cancelAll()
+            // A stream's iterator also ends when the waiting task is cancelled: that is no close.
+            if first == nil { try Task.checkCancellation() }
             return first
         }
     }

@@ -11,13 +11,10 @@ struct SegmentGroup {
         var start: Int64
         var count: Int
         var offset: Int
-        var end: Int64 { start + Int64(count) }
     }
 
     private(set) var pieces: [Piece] = []
     private(set) var samples: [Float] = []
-
-    var isEmpty: Bool { pieces.isEmpty }
 
     mutating func append(_ segment: SpeechSegment) {
         pieces.append(Piece(start: segment.startSample, count: segment.samples.count, offset: samples.count))

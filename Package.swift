@@ -27,7 +27,9 @@ let package = Package(
         // libpulse's simple API: microphone capture through PulseAudio or PipeWire (client side
         // only). No pkg-config: its flags (-pthread, -D_REENTRANT) are ones SwiftPM refuses.
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev"])]),
+        // Headers only, no pkg-config (it would link -lavformat): shim.h opens FFmpeg with dlopen
+        // when a file first needs it, so clients do not load its ~270 libraries at every start.
+        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev"])]),
         systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         // avahi-client: the Wyoming listener's zeroconf announcement. No pkg-config, as for CPulse
         // (its -D_REENTRANT is a flag SwiftPM refuses).

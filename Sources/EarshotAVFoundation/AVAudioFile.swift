@@ -40,6 +40,8 @@ public final class AVAudioFile: @unchecked Sendable {
             do {
                 return try FFmpegFileReader(path: path)
             } catch .unreadable(_, let ffmpegReason) where ffmpegReason != FFmpegFileReader.noAudioStream {
+                // libsndfile's reason, and FFmpeg's when its libraries are missing.
+                if case .failure = FFmpeg.loaded { throw .unreadable(path: path, reason: "\(reason); \(ffmpegReason)") }
                 throw .unreadable(path: path, reason: reason)
             }
         }

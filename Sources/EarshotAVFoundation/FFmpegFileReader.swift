@@ -13,10 +13,27 @@ protocol PCMFileSource: AnyObject {
 
 extension AudioFileReader: PCMFileSource {}
 
+/// FFmpeg's entry points, opened once when a file first needs them (`CFFmpeg` opens the libraries
+/// with dlopen rather than linking them: see its shim.h).
+enum FFmpeg {
+    /// The loaded entry points, or why FFmpeg cannot be used (its libraries are not installed).
+    static let loaded: Result<earshot_ffmpeg, AudioError> = {
+        let api = UnsafeMutablePointer<earshot_ffmpeg>.allocate(capacity: 1)
+        defer { api.deallocate() }
+        var reason = [CChar](repeating: 0, count: 512)
+        guard earshot_ffmpeg_load(api, &reason, reason.count) == 0 else {
+            let text = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return .failure(.unreadable(path: "", reason: "FFmpeg is not available (\(text))"))
+        }
+        api.pointee.av_log_set_level(AV_LOG_QUIET)
+        return .success(api.pointee)
+    }()
+}
+
 /// The first audio stream of a container libsndfile does not read (m4a/AAC, mp4, webm, mkv, …),
 /// decoded by FFmpeg (libavformat, libavcodec) and converted to interleaved Float32 by
-/// libswresample. A file with no audio stream is ``AudioError/unreadable(path:reason:)`` saying so.
-/// Blocking: use it on a dedicated thread.
+/// libswresample. A file with no audio stream is ``AudioError/unreadable(path:reason:)`` saying so,
+/// as is a system without FFmpeg's libraries. Blocking: use it on a dedicated thread.
 final class FFmpegFileReader: PCMFileSource {
     let path: String
     let sampleRate: Int
@@ -25,8 +42,9 @@ final class FFmpegFileReader: PCMFileSource {
     private var format: UnsafeMutablePointer<AVFormatContext>?
     private var codec: UnsafeMutablePointer<AVCodecContext>?
     private var resampler: OpaquePointer?
-    private var packet = av_packet_alloc()
-    private var frame = av_frame_alloc()
+    private let av: earshot_ffmpeg
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
     private let stream: Int32
     /// Decoded samples not yet returned.
     private var decoded: [Float] = []
@@ -38,24 +56,32 @@ final class FFmpegFileReader: PCMFileSource {
 
     init(path: String) throws(AudioError) {
         self.path = path
-        earshot_av_log_errors_only()
+        let av: earshot_ffmpeg
+        switch FFmpeg.loaded {
+        case .success(let api): av = api
+        case .failure(.unreadable(_, let reason)): throw .unreadable(path: path, reason: reason)
+        case .failure(let error): throw error
+        }
+        self.av = av
+        packet = av.av_packet_alloc()
+        frame = av.av_frame_alloc()
         var opened: UnsafeMutablePointer<AVFormatContext>?
-        var status = avformat_open_input(&opened, path, nil, nil)
-        guard status == 0, let opened else { throw .unreadable(path: path, reason: Self.message(status)) }
+        var status = av.avformat_open_input(&opened, path, nil, nil)
+        guard status == 0, let opened else { throw .unreadable(path: path, reason: Self.message(av, status)) }
         format = opened
         // From here on deinit releases what was made.
         var decoder: UnsafePointer<AVCodec>?
-        status = avformat_find_stream_info(opened, nil)
-        let found = status < 0 ? status : av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, -1, &decoder, 0)
+        status = av.avformat_find_stream_info(opened, nil)
+        let found = status < 0 ? status : av.av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, -1, &decoder, 0)
         guard found >= 0, let decoder else {
-            Self.release(format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame)
-            throw .unreadable(path: path, reason: found == status ? Self.message(status) : Self.noAudioStream)
+            Self.release(av, format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame)
+            throw .unreadable(path: path, reason: found == status ? Self.message(av, status) : Self.noAudioStream)
         }
         stream = found
         let parameters = opened.pointee.streams[Int(found)]!.pointee.codecpar
-        codec = avcodec_alloc_context3(decoder)
-        guard let codec, avcodec_parameters_to_context(codec, parameters) >= 0, avcodec_open2(codec, decoder, nil) >= 0 else {
-            Self.release(format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame)
+        codec = av.avcodec_alloc_context3(decoder)
+        guard let codec, av.avcodec_parameters_to_context(codec, parameters) >= 0, av.avcodec_open2(codec, decoder, nil) >= 0 else {
+            Self.release(av, format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame)
             throw .unreadable(path: path, reason: "FFmpeg cannot decode its audio stream")
         }
         sampleRate = Int(codec.pointee.sample_rate)
@@ -65,35 +91,35 @@ final class FFmpegFileReader: PCMFileSource {
         do {
             try AudioLimits.check(rate: sampleRate, channels: channels, what: path)
         } catch {
-            Self.release(format: &format, codec: &self.codec, resampler: &resampler, packet: &packet, frame: &frame)
+            Self.release(av, format: &format, codec: &self.codec, resampler: &resampler, packet: &packet, frame: &frame)
             throw error
         }
         var made: OpaquePointer?
         // The codec context's own layout, in place (it lives as long as the context).
         let layout = (UnsafeMutableRawPointer(codec) + MemoryLayout<AVCodecContext>.offset(of: \.ch_layout)!).assumingMemoryBound(to: AVChannelLayout.self)
-        let configured = swr_alloc_set_opts2(&made, layout, AV_SAMPLE_FMT_FLT, Int32(sampleRate), layout, codec.pointee.sample_fmt, Int32(sampleRate), 0, nil)
-        guard configured >= 0, let made, swr_init(made) >= 0 else {
-            swr_free(&made)
-            Self.release(format: &format, codec: &self.codec, resampler: &resampler, packet: &packet, frame: &frame)
+        let configured = av.swr_alloc_set_opts2(&made, layout, AV_SAMPLE_FMT_FLT, Int32(sampleRate), layout, codec.pointee.sample_fmt, Int32(sampleRate), 0, nil)
+        guard configured >= 0, let made, av.swr_init(made) >= 0 else {
+            av.swr_free(&made)
+            Self.release(av, format: &format, codec: &self.codec, resampler: &resampler, packet: &packet, frame: &frame)
             throw .unreadable(path: path, reason: "FFmpeg cannot convert its samples")
         }
         resampler = made
     }
 
-    deinit { Self.release(format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame) }
+    deinit { Self.release(av, format: &format, codec: &codec, resampler: &resampler, packet: &packet, frame: &frame) }
 
-    private static func release(format: inout UnsafeMutablePointer<AVFormatContext>?, codec: inout UnsafeMutablePointer<AVCodecContext>?,
+    private static func release(_ av: earshot_ffmpeg, format: inout UnsafeMutablePointer<AVFormatContext>?, codec: inout UnsafeMutablePointer<AVCodecContext>?,
                                 resampler: inout OpaquePointer?, packet: inout UnsafeMutablePointer<AVPacket>?, frame: inout UnsafeMutablePointer<AVFrame>?) {
-        swr_free(&resampler)
-        avcodec_free_context(&codec)
-        avformat_close_input(&format)
-        av_packet_free(&packet)
-        av_frame_free(&frame)
+        av.swr_free(&resampler)
+        av.avcodec_free_context(&codec)
+        av.avformat_close_input(&format)
+        av.av_packet_free(&packet)
+        av.av_frame_free(&frame)
     }
 
-    private static func message(_ status: Int32) -> String {
+    private static func message(_ av: earshot_ffmpeg, _ status: Int32) -> String {
         var text = [CChar](repeating: 0, count: 256)
-        av_strerror(status, &text, text.count)
+        _ = av.av_strerror(status, &text, text.count)
         return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
@@ -111,41 +137,41 @@ final class FFmpegFileReader: PCMFileSource {
     /// the stream (or the end of input).
     private func decodeMore() throws(AudioError) {
         guard let codec, let frame, let packet, let format else { drained = true; return }
-        let received = avcodec_receive_frame(codec, frame)
+        let received = av.avcodec_receive_frame(codec, frame)
         if received == 0 {
             try convert(frame)
-            av_frame_unref(frame)
+            av.av_frame_unref(frame)
             return
         }
         if received == earshot_averror_eof() {
             drained = true
             return
         }
-        guard received == earshot_averror_eagain(), !endOfInput else { throw .unreadable(path: path, reason: Self.message(received)) }
+        guard received == earshot_averror_eagain(), !endOfInput else { throw .unreadable(path: path, reason: Self.message(av, received)) }
         while true {
-            let read = av_read_frame(format, packet)
+            let read = av.av_read_frame(format, packet)
             if read < 0 {
                 endOfInput = true
-                _ = avcodec_send_packet(codec, nil) // drain the decoder
+                _ = av.avcodec_send_packet(codec, nil) // drain the decoder
                 return
             }
-            defer { av_packet_unref(packet) }
+            defer { av.av_packet_unref(packet) }
             guard packet.pointee.stream_index == stream else { continue }
-            let sent = avcodec_send_packet(codec, packet)
-            guard sent >= 0 || sent == earshot_averror_eagain() else { throw .unreadable(path: path, reason: Self.message(sent)) }
+            let sent = av.avcodec_send_packet(codec, packet)
+            guard sent >= 0 || sent == earshot_averror_eagain() else { throw .unreadable(path: path, reason: Self.message(av, sent)) }
             return
         }
     }
 
     private func convert(_ frame: UnsafeMutablePointer<AVFrame>) throws(AudioError) {
-        let capacity = Int(swr_get_out_samples(resampler, frame.pointee.nb_samples))
+        let capacity = Int(av.swr_get_out_samples(resampler, frame.pointee.nb_samples))
         var output = [Float](repeating: 0, count: max(0, capacity) * channels)
         let converted = output.withUnsafeMutableBytes { bytes -> Int32 in
             var out: UnsafeMutablePointer<UInt8>? = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
             let input = UnsafeMutableRawPointer(frame.pointee.extended_data).map { $0.assumingMemoryBound(to: UnsafePointer<UInt8>?.self) }
-            return swr_convert(resampler, &out, Int32(capacity), input, frame.pointee.nb_samples)
+            return av.swr_convert(resampler, &out, Int32(capacity), input, frame.pointee.nb_samples)
         }
-        guard converted >= 0 else { throw .unreadable(path: path, reason: Self.message(converted)) }
+        guard converted >= 0 else { throw .unreadable(path: path, reason: Self.message(av, converted)) }
         decoded += output.prefix(Int(converted) * channels)
     }
 }

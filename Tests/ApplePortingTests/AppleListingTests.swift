@@ -51,6 +51,32 @@ struct AppleListingTests {
         #expect(WordErrorRate.words(cli.stdout).last == "himself", "earshot transcribe \(container): \(cli.stdout)")
     }
 
+    /// Regression: every client process (`earshot`, any app linking `Earshot`) loaded FFmpeg's
+    /// ~270 shared libraries at start, ~60 ms before main, though only a file libsndfile cannot
+    /// read needs them. Now a WAV is transcribed without them and an m4a opens them (glibc's
+    /// `LD_DEBUG=files` names every library a process loads, and says how).
+    @Test func aClientLoadsFFmpegOnlyWhenAFileNeedsIt() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("esport")
+        defer { directory.remove() }
+        let id = Porting.ids[1]
+        let m4a = try await Porting.encoded(id, as: "speech.m4a", ["-c:a", "aac", "-b:a", "64k"], in: directory)
+        let socket = try #require(Porting.daemon).socket
+        func transcribe(_ path: String) async throws -> (text: String, loaded: [String]) {
+            let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", socket, "transcribe", path],
+                                                 environment: ["LD_DEBUG": "files"], in: directory, timeout: .seconds(120))
+            #expect(run.status == 0, "\(run.stderr.suffix(2000))")
+            let loaded = run.stderr.split(separator: "\n").filter { $0.contains("file=libav") && $0.contains("[0];") }.map(String.init)
+            return (run.stdout, loaded)
+        }
+        let wav = try await transcribe(Porting.url(id).path)
+        #expect(try Porting.wer(wav.text, ids: [id]) <= 0.35, "\(wav.text)")
+        #expect(wav.loaded.isEmpty, "a WAV loaded FFmpeg: \(wav.loaded)")
+        let aac = try await transcribe(m4a.path)
+        #expect(try Porting.wer(aac.text, ids: [id]) <= 0.35, "\(aac.text)")
+        #expect(aac.loaded.contains { $0.contains("file=libavformat.so.") && $0.contains("dynamically loaded") }, "\(aac.loaded)")
+    }
+
     /// A video with no audio track is refused with a message saying so — by AVAudioFile, the
     /// asset provider and `earshot transcribe` — instead of transcribing silence.
     @Test func videoWithoutAudioIsRefusedClearly() async throws {

@@ -65,6 +65,26 @@ struct KeepAliveTests {
         #expect(try await detectors { $0.models.isEmpty && $0.liveObjects?["SileroDetector"] == 0 } == 0, "the spare went with the model")
     }
 
+    /// Regression: a session whose client went away mid-stream (Ctrl-C of `earshot listen`, a
+    /// Wyoming client that hangs up) destroyed its detector, so the next open built a new one
+    /// (~120 ms of ONNX Runtime graph building while the client waited). It now goes back to the
+    /// spares once the session's queued work is done.
+    @Test func anAbandonedSessionGivesItsDetectorBack() async throws {
+        let monitor = try TestConnection(SpeechDaemon.shared().socket)
+        defer { monitor.close() }
+        let warm = try await Self.transcribe()
+        #expect(warm.status == 0, "\(warm.child.stderr)")
+        #expect(try await monitor.pollStats { $0.sessions == 0 && $0.spareDetectors == 1 }.spareDetectors == 1, "a finished call leaves one spare")
+
+        let client = try TestConnection(SpeechDaemon.shared().socket)
+        let session = try await WireSession.opened(client, [SpeechFixtures.transcriber()], options: AnalysisOptions(modelRetention: .lingering))
+        try await session.send(try SpeechFixtures.samples(SpeechFixtures.ids[1]).prefix(16000))
+        #expect(try await monitor.stats().spareDetectors == 0, "the session took the spare")
+        client.close()
+        let after = try await monitor.pollStats { $0.sessions == 0 && $0.spareDetectors == 1 }
+        #expect(after.spareDetectors == 1 && after.liveObjects?["SileroDetector"] == 1, "\(after.liveObjects ?? [:]), spares \(String(describing: after.spareDetectors))")
+    }
+
     @Test func aKeepAliveAboveTheCapIsClampedAndTheCommandSaysSo() async throws {
         let monitor = try TestConnection(SpeechDaemon.shared().socket)
         defer { monitor.close() }

@@ -190,13 +190,15 @@ public final class AnalysisSession: @unchecked Sendable {
         queue.async { [self] in if !finished { finishNow(finalizing: false) } }
     }
 
+    /// Whether the session has finished (its `finished` event is out).
+    var hasEnded: Bool { ended.isSet }
+
     /// Once the session has finished: its silero detector, reset, for another session to reuse
-    /// (nil for another kind of detector, and at once while the session runs — an abandoned
-    /// session's detector goes with it, so nobody waits behind its queued work). Runs after
-    /// everything queued before the call, so the session's own work with the detector is done.
+    /// (nil for another kind of detector, and while the session still runs). Runs after
+    /// everything queued before the call, so the session's own work with the detector is done —
+    /// an abandoned session's finish included, when ``abandon()`` was called first.
     func releaseDetector() async -> SileroDetector? {
-        guard ended.isSet else { return nil }
-        return await onQueue { [self] in
+        await onQueue { [self] in
             guard finished, !detectorReleased, let detector = vad as? SileroDetector else { return nil }
             detectorReleased = true
             detector.reset()

@@ -84,7 +84,8 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
     /// Regression (CI, graceful shutdown): handing a session's detector back for reuse waited on the
     /// session's queue even when the session was only abandoned, so the shutdown deadline waited on
     /// its queued work and let the cancelled session's `finished` out before its connection closed.
-    /// An abandoned session's detector goes with it: nothing waits behind a blocked queue.
+    /// An abandoned session hands back no detector at once: nothing waits behind a blocked queue
+    /// (``anAbandonedSessionsDetectorComesBackAfterItsQueuedWork``: the service takes it later).
     @Test func aBusyAbandonedSessionHandsBackNoDetectorAndNobodyWaitsForIt() async throws {
         let held = HeldTranscriber()
         defer { held.finishAll() }
@@ -97,6 +98,21 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
         held.finishAll()
         _ = await session.finish(.cancelNow, time: nil)
         #expect(await session.releaseDetector() != nil, "once finished, its detector is handed back")
+        #expect(await session.releaseDetector() == nil, "only once")
+    }
+
+    /// Regression: an abandoned session's detector was destroyed, so the next open built a new
+    /// one. Asked for after the abandon, it comes back once the work queued before is done.
+    @Test func anAbandonedSessionsDetectorComesBackAfterItsQueuedWork() async throws {
+        let held = HeldTranscriber()
+        defer { held.finishAll() }
+        let session = try session(held, parallelism: 1, log: EventLog())
+        await session.accept(SessionTests.pcm(try Self.audio()), format: .speech16k, start: nil)
+        #expect(await held.waitForStarts(1))
+        session.abandon()
+        let later = Task { await session.releaseDetectorAfterQueuedWork() }
+        held.finishAll()
+        #expect(await later.value != nil, "handed back once the abandon has run")
         #expect(await session.releaseDetector() == nil, "only once")
     }
 

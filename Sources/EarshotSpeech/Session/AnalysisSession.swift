@@ -190,14 +190,19 @@ public final class AnalysisSession: @unchecked Sendable {
         queue.async { [self] in if !finished { finishNow(finalizing: false) } }
     }
 
-    /// Whether the session has finished (its `finished` event is out).
-    var hasEnded: Bool { ended.isSet }
-
     /// Once the session has finished: its silero detector, reset, for another session to reuse
-    /// (nil for another kind of detector, and while the session still runs). Runs after
-    /// everything queued before the call, so the session's own work with the detector is done —
-    /// an abandoned session's finish included, when ``abandon()`` was called first.
+    /// (nil for another kind of detector, and at once while the session runs, so nobody waits
+    /// behind its queued work). Runs after everything queued before the call, so the session's
+    /// own work with the detector is done.
     func releaseDetector() async -> SileroDetector? {
+        guard ended.isSet else { return nil }
+        return await releaseDetectorAfterQueuedWork()
+    }
+
+    /// ``releaseDetector()`` after the work queued before the call, whether or not the session
+    /// had finished when called: an abandoned session's finish is queued work too. Waits behind
+    /// a blocked queue; only a task nobody waits for should call it.
+    func releaseDetectorAfterQueuedWork() async -> SileroDetector? {
         await onQueue { [self] in
             guard finished, !detectorReleased, let detector = vad as? SileroDetector else { return nil }
             detectorReleased = true

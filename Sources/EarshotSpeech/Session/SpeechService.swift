@@ -333,14 +333,14 @@ public actor SpeechService {
         guard let entry = sessions.removeValue(forKey: id) else { return }
         await release(entry.keys, of: entry.plan)
         for batch in entry.batches { await batch.close() }
-        let session = entry.session, cache = cache
-        if session.hasEnded {
-            if let detector = await session.releaseDetector() { await cache.keepSpare(detector) }
+        if let detector = await entry.session.releaseDetector() {
+            await cache.keepSpare(detector)
         } else {
             // Abandoned: its detector comes back once the queued work and the finish are done,
-            // without making the closer wait behind them (a new detector costs ~120 ms of ONNX
-            // Runtime graph building for the next open).
-            Task { if let detector = await session.releaseDetector() { await cache.keepSpare(detector) } }
+            // from a task nobody waits for, so neither this close nor a shutdown waits behind a
+            // busy queue (a new detector costs the next open ~120 ms of ONNX Runtime graph building).
+            let session = entry.session, cache = cache
+            Task { if let detector = await session.releaseDetectorAfterQueuedWork() { await cache.keepSpare(detector) } }
         }
     }
 

@@ -19,8 +19,16 @@ public final class ChildProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = env
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        // The child has its own copies once it runs: the test process kept two descriptors open
+        // per child for good (hundreds over a suite run, seen in a hung CI run's /proc/PID/fd).
+        defer {
+            try? output.close()
+            try? errors.close()
+        }
+        process.standardOutput = output
+        process.standardError = errors
         process.standardInput = stdin ?? FileHandle.nullDevice
         try process.run()
     }

@@ -81,6 +81,16 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
         }
     }
 
+    /// A session on one lane, abandoned while `held` holds its first decode: the second segment's
+    /// decode blocks the session's queue.
+    func abandonedBusySession(_ held: HeldTranscriber) async throws -> AnalysisSession {
+        let session = try session(held, parallelism: 1, log: EventLog())
+        await session.accept(SessionTests.pcm(try Self.audio()), format: .speech16k, start: nil)
+        #expect(await held.waitForStarts(1))
+        session.abandon()
+        return session
+    }
+
     /// Regression (CI, graceful shutdown): handing a session's detector back for reuse waited on the
     /// session's queue even when the session was only abandoned, so the shutdown deadline waited on
     /// its queued work and let the cancelled session's `finished` out before its connection closed.
@@ -89,11 +99,7 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
     @Test func aBusyAbandonedSessionHandsBackNoDetectorAndNobodyWaitsForIt() async throws {
         let held = HeldTranscriber()
         defer { held.finishAll() }
-        let session = try session(held, parallelism: 1, log: EventLog())
-        // One lane: the first segment's decode holds it, and the second blocks the session's queue.
-        await session.accept(SessionTests.pcm(try Self.audio()), format: .speech16k, start: nil)
-        #expect(await held.waitForStarts(1))
-        session.abandon()
+        let session = try await abandonedBusySession(held)
         #expect(await session.releaseDetector() == nil, "a session that has not finished keeps its detector")
         held.finishAll()
         _ = await session.finish(.cancelNow, time: nil)
@@ -106,10 +112,7 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
     @Test func anAbandonedSessionsDetectorComesBackAfterItsQueuedWork() async throws {
         let held = HeldTranscriber()
         defer { held.finishAll() }
-        let session = try session(held, parallelism: 1, log: EventLog())
-        await session.accept(SessionTests.pcm(try Self.audio()), format: .speech16k, start: nil)
-        #expect(await held.waitForStarts(1))
-        session.abandon()
+        let session = try await abandonedBusySession(held)
         let later = Task { await session.releaseDetectorAfterQueuedWork() }
         held.finishAll()
         #expect(await later.value != nil, "handed back once the abandon has run")

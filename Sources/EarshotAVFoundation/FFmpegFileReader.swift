@@ -1,5 +1,6 @@
 import CFFmpeg
 import EarshotAudio
+import EarshotSystem
 
 /// What ``AVAudioFile`` decodes from: interleaved Float32 frames a chunk at a time. Blocking.
 protocol PCMFileSource: AnyObject {
@@ -16,14 +17,19 @@ extension AudioFileReader: PCMFileSource {}
 /// FFmpeg's entry points, opened once when a file first needs them (`CFFmpeg` opens the libraries
 /// with dlopen rather than linking them: see its shim.h).
 enum FFmpeg {
-    /// The loaded entry points, or why FFmpeg cannot be used (its libraries are not installed).
-    static let loaded: Result<earshot_ffmpeg, AudioError> = {
+    /// Why FFmpeg cannot be used (its libraries are not installed).
+    struct Unavailable: Error {
+        let reason: String
+    }
+
+    /// The loaded entry points, or why FFmpeg cannot be used.
+    static let loaded: Result<earshot_ffmpeg, Unavailable> = {
         let api = UnsafeMutablePointer<earshot_ffmpeg>.allocate(capacity: 1)
         defer { api.deallocate() }
         var reason = [CChar](repeating: 0, count: 512)
         guard earshot_ffmpeg_load(api, &reason, reason.count) == 0 else {
-            let text = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            return .failure(.unreadable(path: "", reason: "FFmpeg is not available (\(text))"))
+            let text = String(cBuffer: reason)
+            return .failure(Unavailable(reason: "FFmpeg is not available (\(text))"))
         }
         api.pointee.av_log_set_level(AV_LOG_QUIET)
         return .success(api.pointee)
@@ -59,8 +65,7 @@ final class FFmpegFileReader: PCMFileSource {
         let av: earshot_ffmpeg
         switch FFmpeg.loaded {
         case .success(let api): av = api
-        case .failure(.unreadable(_, let reason)): throw .unreadable(path: path, reason: reason)
-        case .failure(let error): throw error
+        case .failure(let missing): throw .unreadable(path: path, reason: missing.reason)
         }
         self.av = av
         packet = av.av_packet_alloc()
@@ -120,7 +125,7 @@ final class FFmpegFileReader: PCMFileSource {
     private static func message(_ av: earshot_ffmpeg, _ status: Int32) -> String {
         var text = [CChar](repeating: 0, count: 256)
         _ = av.av_strerror(status, &text, text.count)
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(cBuffer: text)
     }
 
     func read(frames requested: Int) throws(AudioError) -> [Float] {

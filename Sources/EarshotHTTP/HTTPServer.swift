@@ -148,8 +148,8 @@ public final class HTTPServer: @unchecked Sendable {
         var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
         let length = socklen_t(address.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
         guard getnameinfo(address, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV) == 0 else { return "unknown" }
-        let name = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let port = String(decoding: service.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let name = String(cBuffer: host)
+        let port = String(cBuffer: service)
         return name.contains(":") ? "[\(name)]:\(port)" : "\(name):\(port)"
     }
 }

@@ -29,7 +29,7 @@ public enum NetworkInterfaces {
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             let length = socklen_t(isIPv4 ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
             guard getnameinfo(address, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
-            let numeric = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let numeric = String(cBuffer: text)
             let flags = Int32(bitPattern: entry.pointee.ifa_flags)
             found.append(Address(interface: String(cString: entry.pointee.ifa_name), index: if_nametoindex(entry.pointee.ifa_name),
                                  address: String(numeric.split(separator: "%").first ?? ""), isIPv4: isIPv4,

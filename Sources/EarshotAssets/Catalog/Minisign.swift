@@ -1,4 +1,5 @@
 import CCrypto
+import EarshotSystem
 import Foundation
 
 /// Why a minisign public key or signature was refused.
@@ -318,7 +319,7 @@ private enum OpenSSLCrypto {
         guard code != 0 else { return .openSSL(function: function, detail: "no OpenSSL error recorded") }
         var buffer = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &buffer, buffer.count)
-        let detail = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let detail = String(cBuffer: buffer)
         return .openSSL(function: function, detail: detail)
     }
 }

@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "earshotd", targets: ["earshotd"]),
         .executable(name: "earshotctl", targets: ["earshotctl"]),
         .executable(name: "earshot", targets: ["earshot"]),
+        .executable(name: "earshot-engine", targets: ["earshot-engine"]),
     ],
     targets: [
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
@@ -52,8 +53,10 @@ let package = Package(
         ], exclude: ["README.md"]),
         .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"], exclude: ["README.md"]),
         .target(name: "EarshotSpeech", dependencies: [
-            "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CSherpaOnnx", "CEspeakNG",
+            "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CEspeakNG",
         ], exclude: ["README.md"]),
+        // The engine process's side: sherpa-onnx (and so ONNX Runtime) is linked only here.
+        .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotSystem", "CSherpaOnnx"], exclude: ["README.md"]),
         .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
@@ -65,6 +68,7 @@ let package = Package(
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
         .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine", "EarshotAssets"]),
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine"]),
+        .executableTarget(name: "earshot-engine", dependencies: ["EarshotSherpaOnnx", "EarshotSystem"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
         .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),

@@ -8,5 +8,5 @@
 set -eu
 cd "$(dirname "$0")/.."
 . Benchmarks/release-build.sh
-for product in earshotd earshot; do build --product "$product"; done
+for product in earshotd earshot-engine earshot; do build --product "$product"; done
 exec python3 Benchmarks/http-bench.py --bin "$(build --show-bin-path)" "$@"

@@ -13,7 +13,7 @@ build() {
 run_bench() {
     product=$1
     shift
-    for built in earshotd earshot "$product"; do
+    for built in earshotd earshot-engine earshot "$product"; do
         build --product "$built"
     done
     exec "$(build --show-bin-path)/$product" "$@"

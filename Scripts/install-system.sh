@@ -15,7 +15,7 @@
 #                              (only when systemd is running)
 #
 # What goes where (prefix /usr/local):
-#   /usr/local/bin/{earshotd,earshotctl,earshot}
+#   /usr/local/bin/{earshotd,earshotctl,earshot}, /usr/local/libexec/earshot/earshot-engine
 #   /usr/local/lib/systemd/system/{earshotd.service,earshotd.socket,earshot-update.service,.timer}
 #   /usr/local/lib/sysusers.d/earshot.conf, /usr/local/lib/tmpfiles.d/earshot.conf
 #   /usr/local/share/doc/earshot/DEPLOYMENT.md
@@ -66,11 +66,11 @@ if [ -z "$BUILD_DIR" ]; then
   # The first build that has every binary we install (a partial release build, e.g. from the
   # benchmarks, is skipped).
   for candidate in .build/release .build/debug; do
-    if [ -x "$candidate/earshotd" ] && [ -x "$candidate/earshotctl" ] && [ -x "$candidate/earshot" ]; then BUILD_DIR=$candidate; break; fi
+    if [ -x "$candidate/earshotd" ] && [ -x "$candidate/earshot-engine" ] && [ -x "$candidate/earshotctl" ] && [ -x "$candidate/earshot" ]; then BUILD_DIR=$candidate; break; fi
   done
-  [ -n "$BUILD_DIR" ] || die "no complete build (earshotd, earshotctl, earshot) in .build/release or .build/debug: run 'swift build -c release' first"
+  [ -n "$BUILD_DIR" ] || die "no complete build (earshotd, earshot-engine, earshotctl, earshot) in .build/release or .build/debug: run 'swift build -c release' first"
 fi
-for tool in earshotd earshotctl; do
+for tool in earshotd earshot-engine earshotctl; do
   [ -x "$BUILD_DIR/$tool" ] || die "$BUILD_DIR/$tool is missing: build all products first"
 done
 case "$BUILD_DIR" in *debug*) say "note: installing a DEBUG build from $BUILD_DIR (build with -c release for production)" ;; esac
@@ -78,7 +78,7 @@ case "$BUILD_DIR" in *debug*) say "note: installing a DEBUG build from $BUILD_DI
 # The service runs with ProtectHome=yes: a binary whose libraries live under /home or /root (for
 # example a Swift toolchain installed per user) would fail to start there.
 if command -v ldd >/dev/null; then
-  libs=$(ldd "$BUILD_DIR/earshotd" 2>/dev/null || true)
+  libs=$(ldd "$BUILD_DIR/earshotd" "$BUILD_DIR/earshot-engine" 2>/dev/null || true)
   if grep -q 'not found' <<<"$libs"; then
     say "warning: earshotd has unresolved libraries:"; grep 'not found' <<<"$libs" >&2
   fi
@@ -93,6 +93,8 @@ case "$PREFIX" in
   *) UNIT_DIR=/etc/systemd/system; SYSUSERS_DIR=/etc/sysusers.d; TMPFILES_DIR=/etc/tmpfiles.d ;;
 esac
 BIN_DIR=$PREFIX/bin
+# earshotd's engine process (sherpa-onnx); earshotd finds it at ../libexec/earshot from its own directory.
+ENGINE_DIR=$PREFIX/libexec/earshot
 DOC_DIR=$PREFIX/share/doc/earshot
 CONF_DIR=/etc/earshot
 
@@ -105,6 +107,9 @@ for tool in earshotd earshotctl earshot; do
     say "installed $DEST$BIN_DIR/$tool (from $BUILD_DIR)"
   fi
 done
+install -d -m 0755 "$DEST$ENGINE_DIR"
+install -m 0755 "$BUILD_DIR/earshot-engine" "$DEST$ENGINE_DIR/earshot-engine"
+say "installed $DEST$ENGINE_DIR/earshot-engine (from $BUILD_DIR)"
 
 # ---- Units, sysusers/tmpfiles snippets, docs ---------------------------------------------------------
 # The shipped files name /usr/local; rewrite only when installing under another prefix.

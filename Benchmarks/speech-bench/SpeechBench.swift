@@ -254,6 +254,11 @@ enum SpeechBench {
         let (pass, _) = try recording(repeats: 1)
         let passSeconds = Double(pass.count) / Double(rate)
 
+        /// The daemon's resident memory and its engine process's (which holds the model).
+        func residentWithEngine(_ stats: StatsReply) -> Int {
+            stats.residentBytes + (stats.engineProcess.map { $0.anonymousBytes + $0.fileBytes } ?? 0)
+        }
+
         /// Runs `count` sessions at once; returns wall seconds and the stats seen while they ran.
         func concurrent(_ count: Int) async throws -> (seconds: Double, peakResident: Int, models: [LoadedModelInfo], maxUsers: Int) {
             let connections = try (0..<count).map { _ in try TestConnection(daemon.socket) }
@@ -269,7 +274,7 @@ enum SpeechBench {
                 while !Task.isCancelled {
                     n += 1
                     guard let stats = try? await request(statsConnection, StatsRequest(), id: "s\(n)").decode(StatsReply.self) else { break }
-                    peak = max(peak, stats.residentBytes)
+                    peak = max(peak, residentWithEngine(stats))
                     if stats.models.map(\.users).reduce(0, +) >= users { users = stats.models.map(\.users).reduce(0, +); models = stats.models }
                     try? await Task.sleep(for: .milliseconds(100))
                 }
@@ -304,10 +309,10 @@ enum SpeechBench {
         let throughput1 = passSeconds / one!.seconds, throughputN = Double(options.sessions) * passSeconds / many!.seconds
         print("")
         print("(b) \(options.sessions) concurrent sessions vs 1, each \(String(format: "%.1f", passSeconds)) s of speech (daemon, \(ProcessInfo.processInfo.activeProcessorCount) CPUs)")
-        print(String(format: "    1 session    %6.2f s wall, %5.1f s audio/s, peak daemon RSS %@", one!.seconds, throughput1, mib(one!.peakResident)))
-        print(String(format: "    %d sessions   %6.2f s wall, %5.1f s audio/s, peak daemon RSS %@", options.sessions, many!.seconds, throughputN, mib(many!.peakResident)))
-        print(String(format: "    throughput ratio %d:1 = %.2f×; daemon RSS idle with the model loaded: %@ before, %@ after the concurrent runs",
-                     options.sessions, throughputN / throughput1, mib(idle.residentBytes), mib(idleAfter.residentBytes)))
+        print(String(format: "    1 session    %6.2f s wall, %5.1f s audio/s, peak daemon + engine RSS %@", one!.seconds, throughput1, mib(one!.peakResident)))
+        print(String(format: "    %d sessions   %6.2f s wall, %5.1f s audio/s, peak daemon + engine RSS %@", options.sessions, many!.seconds, throughputN, mib(many!.peakResident)))
+        print(String(format: "    throughput ratio %d:1 = %.2f×; daemon + engine RSS idle with the model loaded: %@ before, %@ after the concurrent runs",
+                     options.sessions, throughputN / throughput1, mib(residentWithEngine(idle)), mib(residentWithEngine(idleAfter))))
         for model in many!.models {
             print("    loaded models while \(options.sessions) ran: \(many!.models.count) — \(model.key) users \(model.users), \(mib(model.memoryBytes)) (counted once); model_loads since start \(idle.modelLoads)")
         }

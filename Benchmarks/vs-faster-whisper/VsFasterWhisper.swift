@@ -12,8 +12,9 @@
 // segments decode two at a time on 2 cores either way) on a catalog holding one Whisper asset (the
 // embedded one, re-signed with a throwaway key), and one `earshot transcribe FILE` per file.
 // faster-whisper: one warm worker process (faster-whisper-worker.py; int8, beam 1). Time is wall
-// time per file set; CPU seconds are the daemon's plus the CLI's, and the worker's (/proc, getrusage);
-// peak RSS is each model holder's VmHWM. vs-faster-whisper.sh provides the virtual environment and
+// time per file set; CPU seconds are the daemon's (with its engine process's) plus the CLI's, and
+// the worker's (/proc, getrusage); peak RSS is each model holder's VmHWM (earshotd's and its engine
+// process's added up). vs-faster-whisper.sh provides the virtual environment and
 // the CTranslate2 directories.
 import EarshotSystem
 import EarshotWire
@@ -60,12 +61,14 @@ let fail = BenchmarkOutput.fail
 
 let embeddedCatalog = "/usr/local/share/earshot/catalog/catalog.json"
 
-/// CPU seconds (user + system) a running process has used, from `/proc/PID/stat`.
+/// CPU seconds (user + system) a running process has used, from `/proc/PID/stat`, with those of
+/// its children, running (earshotd's engine process, which decodes) or waited for.
 func cpuSeconds(_ pid: Int32) -> Double {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
           let close = stat.lastIndex(of: ")") else { return 0 }
     let fields = stat[stat.index(after: close)...].split(separator: " ")
-    return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    let ticks = fields[11...14].reduce(0) { $0 + (Int($1) ?? 0) }
+    return Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK))) + ProcessMemory.children(of: pid).reduce(0) { $0 + cpuSeconds($1) }
 }
 
 /// CPU seconds of this process's waited-for children (the CLI runs).
@@ -199,7 +202,7 @@ enum VsFasterWhisper {
             }
             let loads = try await TestConnection.stats(of: daemons[0].socket).modelLoads - loadsBefore
             let calls = options.runs * sets.map(\.files.count).reduce(0, +)
-            let peaks = engines.map { ProcessMemory(pid: $0.pid).peak }
+            let peaks = engines.map { ProcessMemory(pid: $0.pid).treePeak }
             await BlockingWork.run("worker-stop") { worker.stop() }
             for daemon in daemons { await daemon.cleanUp() }
 

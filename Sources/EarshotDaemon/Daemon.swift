@@ -97,6 +97,13 @@ public struct Daemon: Sendable {
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), maxKeepAliveSeconds: config.seconds("Analysis.MaxKeepAliveSec"),
             inferenceThreads: config.int("Analysis.InferenceThreads"), batchThreads: config.int("Analysis.BatchThreads"),
             recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec")), clock: clock, observer: metrics)
+        EngineProcess.shared.observe { event in
+            switch event {
+            case .started(let pid): logger.info("engine process \(pid) started (\(EngineProcess.shared.executable))")
+            case .ended(let pid, let reason, false): logger.info("engine process \(pid) ended with the last model: \(reason)")
+            case .ended(let pid, let reason, true): logger.warning("engine process \(pid) ended unexpectedly, its sessions fail: \(reason)")
+            }
+        }
         let errors = ErrorMap(logger: logger, metrics: metrics)
         let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
         let admins = AdminPolicy(group: config["Daemon.AdminGroup"], daemonUID: getuid())

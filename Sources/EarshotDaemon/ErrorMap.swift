@@ -74,7 +74,7 @@ struct ErrorMap: Sendable {
             switch e {
             case .missingFile: WireError(.notInstalled, "\(e); reinstall the asset")
             case .inputTooLong, .invalidInput: WireError(.badRequest, e.description)
-            case .loadFailed: WireError(.internalError, e.description)
+            case .loadFailed, .engineUnavailable: WireError(.internalError, e.description)
             }
         case let e as PocketSphinxError:
             switch e {

@@ -54,6 +54,10 @@ struct SpeechHarness: Sendable {
                 // Count what freed engines gave back, not what a queued trim is about to.
                 await MemoryReclaim.settled()
                 let memory = ProcessFacts.residentMemory()
+                let engine = EngineProcess.shared.processID.map { pid in
+                    let used = ProcessFacts.residentMemory(pid: pid)
+                    return EngineProcessInfo(pid: pid, anonymousBytes: used.anonymousBytes, fileBytes: used.fileBytes)
+                }
                 let samples = harness.coordinator.metrics?.registry.samples().map {
                     MetricSampleInfo(name: $0.name, kind: $0.kind.rawValue, labels: $0.labels, value: $0.value, count: $0.count)
                 }
@@ -61,7 +65,8 @@ struct SpeechHarness: Sendable {
                                              models: stats.models.map { LoadedModelInfo(key: $0.key, users: $0.users, memoryBytes: $0.memoryBytes) },
                                              modelLoads: stats.loads, residentBytes: ProcessFacts.residentBytes(),
                                              anonymousBytes: memory.anonymousBytes, fileBytes: memory.fileBytes, liveObjects: LiveObjects.counts,
-                                             sessionsByEngine: stats.sessionsByEngine, metrics: samples, spareDetectors: stats.spareDetectors))]
+                                             sessionsByEngine: stats.sessionsByEngine, metrics: samples, spareDetectors: stats.spareDetectors,
+                                             engineProcess: engine))]
             },
             .on(EndRetentionRequest.self) { request, _, context in
                 [try Frame(EndRetentionReply(id: request.id, modelsLoaded: await harness.speech.endRetention(uid: context.peer.uid)))]

@@ -12,10 +12,11 @@ public enum ProcessFacts {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// The resident set split by what backs it, from `/proc/self/status` (zeros where unavailable).
-    public static func residentMemory() -> ResidentMemory {
+    /// The resident set of this process (or of process `pid`) split by what backs it, from
+    /// `/proc/…/status` (zeros where unavailable).
+    public static func residentMemory(pid: Int32? = nil) -> ResidentMemory {
         var memory = ResidentMemory(anonymousBytes: 0, fileBytes: 0, sharedMemoryBytes: 0)
-        for line in (read("/proc/self/status") ?? "").split(separator: "\n") {
+        for line in (read("/proc/\(pid.map(String.init) ?? "self")/status") ?? "").split(separator: "\n") {
             let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard parts.count >= 2, let kibibytes = Int(parts[1]) else { continue }
             switch parts[0] {

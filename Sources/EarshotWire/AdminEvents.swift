@@ -472,10 +472,15 @@ public struct StatsReply: WireEvent, Hashable {
     public var sessionsByEngine: [String: Int]?
     /// Every value of the daemon's metrics (the same counters `GET /metrics` serves).
     public var metrics: [MetricSampleInfo]?
+    /// The engine process (`earshot-engine`, where Whisper and silero run) while one runs: it
+    /// holds the models' memory, which leaves with it when the last model is unloaded.
+    public var engineProcess: EngineProcessInfo?
     public init(id: String?, sessions: Int, models: [LoadedModelInfo], modelLoads: Int, residentBytes: Int,
                 anonymousBytes: Int? = nil, fileBytes: Int? = nil, liveObjects: [String: Int]? = nil,
-                sessionsByEngine: [String: Int]? = nil, metrics: [MetricSampleInfo]? = nil, spareDetectors: Int? = nil) {
+                sessionsByEngine: [String: Int]? = nil, metrics: [MetricSampleInfo]? = nil, spareDetectors: Int? = nil,
+                engineProcess: EngineProcessInfo? = nil) {
         self.id = id
+        self.engineProcess = engineProcess
         self.sessions = sessions
         self.sessionsByEngine = sessionsByEngine
         self.metrics = metrics
@@ -489,5 +494,19 @@ public struct StatsReply: WireEvent, Hashable {
     }
     enum CodingKeys: String, CodingKey { case id, sessions, models, modelLoads = "model_loads", residentBytes = "resident_bytes",
                                anonymousBytes = "anonymous_bytes", fileBytes = "file_bytes", liveObjects = "live_objects",
-                               sessionsByEngine = "sessions_by_engine", metrics, spareDetectors = "spare_detectors" }
+                               sessionsByEngine = "sessions_by_engine", metrics, spareDetectors = "spare_detectors",
+                               engineProcess = "engine_process" }
+}
+
+/// The running engine process in ``StatsReply``.
+public struct EngineProcessInfo: Codable, Sendable, Hashable {
+    public var pid: Int32
+    public var anonymousBytes: Int
+    public var fileBytes: Int
+    public init(pid: Int32, anonymousBytes: Int, fileBytes: Int) {
+        self.pid = pid
+        self.anonymousBytes = anonymousBytes
+        self.fileBytes = fileBytes
+    }
+    enum CodingKeys: String, CodingKey { case pid, anonymousBytes = "anonymous_bytes", fileBytes = "file_bytes" }
 }

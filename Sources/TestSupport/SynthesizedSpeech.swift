@@ -29,8 +29,12 @@ public struct SynthesizedSpeech: Sendable, Hashable {
     public static let german = SynthesizedSpeech(
         language: "de", text: "Guten Morgen. Heute sprechen wir über das Wetter und die Nachrichten aus der Stadt.", rate: 140,
         contentWords: ["morgen", "heute", "stadt"], englishWords: ["morning", "today", "weather", "city"])
+    /// Opens with a greeting as the others do: without it, Whisper base (int8) identified the
+    /// sentence as English on an AVX-512 VNNI CPU (and translated it), though not on the machine
+    /// the tests were written on — ONNX Runtime's int8 kernels differ by CPU, and the bare
+    /// sentence was too close to call.
     public static let french = SynthesizedSpeech(
-        language: "fr", text: "La ville de Paris est la capitale de la France.", rate: 170,
+        language: "fr", text: "Bonjour. La ville de Paris est la capitale de la France.", rate: 170,
         contentWords: ["paris", "capitale", "france"], englishWords: ["paris", "capital", "france"])
     public static let all = [spanish, german, french]
 

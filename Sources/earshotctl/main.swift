@@ -168,7 +168,10 @@ do {
                            ("resident memory", ProgressDisplay.bytes(Int64(reply.residentBytes)))]
                           + [("  anonymous (heap)", reply.anonymousBytes), ("  file-backed", reply.fileBytes)].compactMap { name, bytes in
                               bytes.map { (name, ProgressDisplay.bytes(Int64($0))) }
-                          })
+                          }
+                          + [("engine process", reply.engineProcess.map {
+                              "pid \($0.pid), anonymous \(ProgressDisplay.bytes(Int64($0.anonymousBytes))), file-backed \(ProgressDisplay.bytes(Int64($0.fileBytes)))"
+                          } ?? "not running (no Whisper model or voice detector loaded)")])
             if !reply.models.isEmpty {
                 print("")
                 Output.table(["MODEL", "SESSIONS", "MEMORY"], reply.models.map { [$0.key, "\($0.users)", ProgressDisplay.bytes(Int64($0.memoryBytes))] })

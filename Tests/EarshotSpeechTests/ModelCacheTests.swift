@@ -1,4 +1,5 @@
 @testable import EarshotSpeech
+import EarshotSystem
 import EarshotWire
 import Foundation
 import Testing
@@ -11,6 +12,29 @@ import TestSupport
     }
 
     static func loadedKeys(_ cache: ModelCache) async -> [String] { await cache.loaded.map(\.key) }
+
+    /// A model whose engine process can end, as a crashed `earshot-engine` ends a `WhisperModel`.
+    final class EngineBacked: SegmentTranscribing, @unchecked Sendable {
+        private let alive = OnceFlag()
+        func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { Transcription(text: "") }
+        var isUsable: Bool { !alive.isSet }
+        func engineEnded() { alive.set() }
+    }
+
+    /// A model whose engine process crashed is not handed to the next session: it loads again.
+    @Test func aModelWhoseEngineEndedIsLoadedAgain() async throws {
+        let cache = ModelCache(lingerSeconds: 300, clock: ManualClock())
+        let first = EngineBacked()
+        _ = try await cache.acquire("m") { (first, 1) }
+        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        #expect(try await cache.acquire("m") { (EngineBacked(), 1) } as? EngineBacked === first)
+        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        first.engineEnded()
+        let second = try await cache.acquire("m") { (EngineBacked(), 1) }
+        #expect(second as? EngineBacked !== first)
+        #expect(second.isUsable)
+        #expect(await cache.loads == 2)
+    }
 
     /// Issue 8, defect 13: `end-retention` from one user unloaded every user's lingering models.
     @Test func endRetentionDropsOnlyTheCallersRetention() async throws {

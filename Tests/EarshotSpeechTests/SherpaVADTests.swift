@@ -6,17 +6,17 @@ import TestSupport
 extension SherpaOnnxTests {
     /// Runs `samples` through a detector in `chunk`-sized pieces; all segments in order.
     static func detect(_ samples: [Float], _ configuration: SileroDetector.Configuration, chunk: Int = 4000) throws -> [SpeechSegment] {
-        detect(samples, with: try SileroDetector(configuration: configuration), chunk: chunk)
+        try detect(samples, with: try SileroDetector(configuration: configuration), chunk: chunk)
     }
 
     /// Runs `samples` through `detector` (from its current state).
-    static func detect(_ samples: [Float], with detector: SileroDetector, chunk: Int = 4000) -> [SpeechSegment] {
+    static func detect(_ samples: [Float], with detector: SileroDetector, chunk: Int = 4000) throws -> [SpeechSegment] {
         var segments: [SpeechSegment] = []
         for start in stride(from: 0, to: samples.count, by: chunk) {
-            detector.accept(Array(samples[start..<min(start + chunk, samples.count)]))
+            try detector.accept(Array(samples[start..<min(start + chunk, samples.count)]))
             segments += detector.popSegments()
         }
-        detector.flush()
+        try detector.flush()
         segments += detector.popSegments()
         #expect(!detector.isSpeech)
         #expect(detector.samplesAccepted == Int64(samples.count))
@@ -61,10 +61,10 @@ extension SherpaOnnxTests {
         let padded = try SileroDetector(configuration: .transcription)
         var detected: [SileroDetector.DetectedSpeech] = []
         for start in stride(from: 0, to: samples.count, by: 4000) {
-            padded.accept(Array(samples[start..<min(start + 4000, samples.count)]))
+            try padded.accept(Array(samples[start..<min(start + 4000, samples.count)]))
             detected += padded.popDetectedSpeech()
         }
-        padded.flush()
+        try padded.flush()
         detected += padded.popDetectedSpeech()
         #expect(detected.map(\.speech) == segments.map { $0.startSample..<($0.startSample + Int64($0.samples.count)) })
         for item in detected {
@@ -82,11 +82,11 @@ extension SherpaOnnxTests {
         let (samples, _) = try SherpaFixture.concatenation(longerThan: 20, silence: 1)
         let fresh = try Self.detect(samples, .transcription)
         let reused = try SileroDetector(configuration: .transcription)
-        reused.accept(Array(samples.prefix(5 * 16000 + 123)))
+        try reused.accept(Array(samples.prefix(5 * 16000 + 123)))
         #expect(reused.isSpeech, "the first stream stops inside speech")
-        reused.reset()
+        try reused.reset()
         #expect(reused.samplesAccepted == 0 && reused.retainedSamples == 0 && !reused.isSpeech)
-        let again = Self.detect(samples, with: reused)
+        let again = try Self.detect(samples, with: reused)
         #expect(fresh.count >= 3)
         #expect(again == fresh, "fresh: \(Self.describe(fresh)); reused: \(Self.describe(again))")
     }

@@ -115,7 +115,7 @@ if [ -x .build/release/earshotd ] || [ -x .build/debug/earshotd ]; then
   if out=$(Scripts/install-system.sh --dest "$STAGE" 2>&1); then
     ok=1
     for unit in "${UNITS[@]}"; do cmp -s "systemd/$unit" "$STAGE/usr/local/lib/systemd/system/$unit" || { ok=0; echo "      $unit differs or is missing"; }; done
-    for f in usr/local/bin/earshotd usr/local/bin/earshotctl usr/local/lib/sysusers.d/earshot.conf usr/local/lib/tmpfiles.d/earshot.conf etc/earshot/keys.d etc/earshot/earshotd.conf.d; do
+    for f in usr/local/bin/earshotd usr/local/bin/earshotctl usr/local/libexec/earshot/earshot-engine usr/local/lib/sysusers.d/earshot.conf usr/local/lib/tmpfiles.d/earshot.conf etc/earshot/keys.d etc/earshot/earshotd.conf.d; do
       [ -e "$STAGE/$f" ] || { ok=0; echo "      missing /$f"; }
     done
     # Idempotent: a second run succeeds and keeps an existing config.

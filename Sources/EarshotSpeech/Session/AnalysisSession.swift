@@ -206,8 +206,8 @@ public final class AnalysisSession: @unchecked Sendable {
         await onQueue { [self] in
             guard finished, !detectorReleased, let detector = vad as? SileroDetector else { return nil }
             detectorReleased = true
-            detector.reset()
-            return detector
+            // A detector whose engine process ended is no use to anyone.
+            return (try? detector.reset()) == nil ? nil : detector
         }
     }
 
@@ -279,7 +279,7 @@ public final class AnalysisSession: @unchecked Sendable {
         lastTime = time(at: consumed)
         open += samples
         preroll = Array((preroll + samples).suffix(Int(Self.sampleRate)))
-        vad.accept(samples)
+        try vad.accept(samples)
         try feedStreaming(samples, from: first)
         try drainSegments()
         try emitVolatile()
@@ -459,7 +459,7 @@ public final class AnalysisSession: @unchecked Sendable {
 
     /// Forces the open speech to end and finalizes it.
     private func finalizeOpen() throws {
-        vad.flush()
+        try vad.flush()
         try drainSegments()
         dispatchGathered()
         // A streaming utterance the VAD never closed (e.g. input ended mid-word).

@@ -4,6 +4,8 @@
 public protocol SegmentTranscribing: Sendable {
     /// Blocking; at most ``maximumSegmentSeconds`` of 16 kHz mono audio.
     func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription
+    /// False once the model can no longer decode (its engine process ended): load it again.
+    var isUsable: Bool { get }
 }
 
 /// A per-session incremental decoder (PocketSphinx): one utterance at a time.
@@ -19,9 +21,9 @@ public protocol StreamingDecoding: AnyObject, Sendable {
 
 /// Per-session voice activity detection that cuts a stream into speech segments.
 public protocol SpeechSegmenting: AnyObject {
-    func accept(_ samples: [Float])
+    func accept(_ samples: [Float]) throws
     /// Ends the current speech (end of input or finalize): its segment becomes available.
-    func flush()
+    func flush() throws
     func popSegments() -> [SpeechSegment]
     var isSpeech: Bool { get }
     /// The earliest input sample (counted from the first accepted) a segment not yet popped can
@@ -30,6 +32,11 @@ public protocol SpeechSegmenting: AnyObject {
     var pendingStart: Int64 { get }
     /// Audio samples the detector holds (memory diagnostics).
     var retainedSamples: Int { get }
+}
+
+extension SegmentTranscribing {
+    /// Models that run in this process stay usable.
+    public var isUsable: Bool { true }
 }
 
 extension WhisperModel: SegmentTranscribing {}

@@ -49,6 +49,10 @@ actor ModelCache {
 
     /// The model for `key`, loading it with `load` (on a dedicated thread) if needed; counts a user.
     func acquire(_ key: String, load: @escaping @Sendable () throws -> (any SegmentTranscribing, Int)) async throws -> any SegmentTranscribing {
+        if let entry = entries[key], !entry.model.isUsable {
+            // Its engine process ended (crashed): the sessions using it fail, the next one reloads.
+            entries[key] = nil
+        }
         if var entry = entries[key] {
             entry.users += 1
             entries[key] = entry
@@ -121,7 +125,10 @@ actor ModelCache {
 
     /// A spare detector with `configuration`, taken out of the pool (nil: load a new one).
     func spareDetector(for configuration: SileroDetector.Configuration) -> SileroDetector? {
-        spareDetectors[configuration]?.popLast()
+        while let spare = spareDetectors[configuration]?.popLast() {
+            if spare.isUsable { return spare }
+        }
+        return nil
     }
 
     /// Keeps a finished session's reset detector for the next session, while any model is loaded.

@@ -88,6 +88,7 @@ struct GatedTranscriber: SegmentTranscribing {
     let engine: String
     let observer: (any SpeechObserver)?
     var batch: BatchLanes?
+    var isUsable: Bool { model.isUsable }
     func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
         gate.acquire(client: client)
         defer { gate.release(client: client) }

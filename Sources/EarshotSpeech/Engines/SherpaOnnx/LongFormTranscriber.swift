@@ -48,10 +48,10 @@ public struct LongFormTranscriber: Sendable {
             }
         }
         for chunk in chunks {
-            vad.accept(chunk)
+            try vad.accept(chunk)
             try drain()
         }
-        vad.flush()
+        try vad.flush()
         try drain()
     }
 

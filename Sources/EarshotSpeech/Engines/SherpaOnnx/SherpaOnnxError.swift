@@ -8,6 +8,8 @@ public enum SherpaOnnxError: Error, Sendable, Hashable, CustomStringConvertible 
     case inputTooLong(seconds: Double, limit: Double)
     /// The input cannot be decoded as given (sample rate, size).
     case invalidInput(String)
+    /// The engine process could not be started, or ended (crashed) while the object was loaded.
+    case engineUnavailable(String)
 
     public var description: String {
         switch self {
@@ -16,6 +18,7 @@ public enum SherpaOnnxError: Error, Sendable, Hashable, CustomStringConvertible 
         case .inputTooLong(let seconds, let limit):
             "audio of \((seconds * 100).rounded() / 100) s is longer than the \(limit) s one decode accepts"
         case .invalidInput(let why): "invalid input: \(why)"
+        case .engineUnavailable(let why): "the speech engine process is unavailable: \(why)"
         }
     }
 }

@@ -1,5 +1,5 @@
-import CSherpaOnnx
 import EarshotSystem
+import EarshotWire
 import Foundation
 
 /// How readily voice activity detection calls audio speech.
@@ -21,7 +21,7 @@ public enum VoiceSensitivity: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Voice activity detection with silero VAD (sherpa-onnx C API) for one audio stream: feed 16 kHz
+/// Voice activity detection with silero VAD (sherpa-onnx C API, in the ``EngineProcess``) for one audio stream: feed 16 kHz
 /// mono samples as they come, take the finished speech segments.
 ///
 /// Every segment is at most ``Configuration/hardLimit`` seconds long, so each fits one Whisper
@@ -31,11 +31,13 @@ public enum VoiceSensitivity: String, Sendable, Hashable, CaseIterable {
 /// start; this detector prepends them to the next segment. Speech that never dips is cut at
 /// `hardLimit`, at the quietest 20 ms in the last 3 s, and the rest carried into the next segment.
 ///
-/// Blocking (each 32 ms window runs the model): use it on a dedicated thread. All methods are
-/// serialized by an internal lock, so the detector may move between threads. It holds at most
+/// Blocking (each 32 ms window runs the model, one call to the engine process per 0.1 s of
+/// input): use it on a dedicated thread. All methods are serialized by an internal lock, so the
+/// detector may move between threads; they throw ``SherpaOnnxError/engineUnavailable(_:)`` once
+/// the engine process is gone. It holds at most
 /// about `hardLimit` + 7 s of audio (~2.3 MB with the defaults), however long the stream.
 public final class SileroDetector: @unchecked Sendable {
-    // @unchecked: every stored var and the C detector are only touched while holding `lock`.
+    // @unchecked: every stored var and the engine's detector are only touched while holding `lock`.
 
     /// Detector settings.
     public struct Configuration: Sendable, Hashable {
@@ -94,7 +96,7 @@ public final class SileroDetector: @unchecked Sendable {
     public let configuration: Configuration
 
     private let lock = NSLock()
-    private let vad: OpaquePointer
+    private let vad: EngineObject
     private let hardLimitSamples: Int64
     private let lengthSplitSamples: Int
     /// sherpa-onnx starts a segment up to this many samples before it reports speech.
@@ -115,8 +117,9 @@ public final class SileroDetector: @unchecked Sendable {
     private var finished: [DetectedSpeech] = []
     private var emittedThrough: Int64 = 0
 
-    /// Creates a detector. Blocking (loads the model, a few milliseconds).
-    public init(configuration: Configuration = Configuration()) throws(SherpaOnnxError) {
+    /// Creates a detector in `engine`'s process (starting it if needed). Blocking (loads the
+    /// model, a few milliseconds).
+    public init(configuration: Configuration = Configuration(), engine: EngineProcess = .shared) throws(SherpaOnnxError) {
         let config = configuration
         guard FileManager.default.isReadableFile(atPath: config.modelPath) else { throw .missingFile(config.modelPath) }
         guard config.hardLimit > 1, config.hardLimit <= WhisperModel.maximumDuration - 1,
@@ -124,22 +127,14 @@ public final class SileroDetector: @unchecked Sendable {
               config.speechPadding >= 0, config.speechPadding <= 1 else {
             throw .invalidInput("need 1 < maxSpeechDuration < hardLimit ≤ \(WhisperModel.maximumDuration - 1) s, padding ≤ 1 s")
         }
-        let made: OpaquePointer? = SherpaOnnxSupport.withCStrings([config.modelPath, "cpu"]) { strings in
-            var vadConfig = SherpaOnnxVadModelConfig()
-            vadConfig.silero_vad.model = strings[0]
-            vadConfig.silero_vad.threshold = config.sensitivity.threshold
-            vadConfig.silero_vad.min_silence_duration = Float(config.minSilenceDuration)
-            vadConfig.silero_vad.min_speech_duration = Float(config.minSpeechDuration)
-            vadConfig.silero_vad.max_speech_duration = Float(config.maxSpeechDuration)
-            vadConfig.silero_vad.window_size = Int32(Self.window)
-            vadConfig.sample_rate = Int32(Self.sampleRate)
-            vadConfig.num_threads = 1
-            vadConfig.provider = strings[1]
+        (vad, _) = try engine.load { name throws(SherpaOnnxError) in
             // Room for the longest segment plus sherpa-onnx's look-back.
-            return SherpaOnnxCreateVoiceActivityDetector(&vadConfig, Float(config.hardLimit + 4))
+            try EngineObject.frame(EngineVADLoad(
+                id: "", object: name, model: config.modelPath, threshold: Double(config.sensitivity.threshold),
+                minSilenceDuration: config.minSilenceDuration, minSpeechDuration: config.minSpeechDuration,
+                maxSpeechDuration: config.maxSpeechDuration, windowSize: Self.window, sampleRate: Self.sampleRate,
+                bufferSeconds: config.hardLimit + 4))
         }
-        guard let made else { throw .loadFailed("silero VAD from \(config.modelPath)") }
-        vad = made
         self.configuration = config
         let rate = Double(Self.sampleRate)
         hardLimitSamples = Int64(config.hardLimit * rate)
@@ -152,19 +147,17 @@ public final class SileroDetector: @unchecked Sendable {
         LiveObjects.created("SileroDetector")
     }
 
-    deinit {
-        LiveObjects.destroyed("SileroDetector")
-        SherpaOnnxDestroyVoiceActivityDetector(vad)
-        // Its ONNX Runtime session goes with the analysis session, often after the model's trim.
-        MemoryReclaim.afterRelease()
-    }
+    deinit { LiveObjects.destroyed("SileroDetector") }
+
+    /// Whether the engine process holding the detector still runs.
+    public var isUsable: Bool { vad.isUsable }
 
     /// Forgets the stream so far, as if newly created, keeping the loaded model: a finished
     /// session's detector serves the next session without the ~50 ms a new one takes to load.
-    public func reset() {
+    public func reset() throws(SherpaOnnxError) {
         lock.lock()
         defer { lock.unlock() }
-        SherpaOnnxVoiceActivityDetectorReset(vad)
+        _ = try engineStep(.reset)
         accepted = 0
         detected = false
         onset = nil
@@ -176,24 +169,24 @@ public final class SileroDetector: @unchecked Sendable {
     }
 
     /// Feeds 16 kHz mono samples in [-1, 1], any number at a time.
-    public func accept(_ samples: [Float]) {
+    public func accept(_ samples: [Float]) throws(SherpaOnnxError) {
         lock.lock()
         defer { lock.unlock() }
         var offset = 0
         while offset < samples.count {
             let end = min(offset + Self.step, samples.count)
-            step(samples[offset..<end])
+            try step(samples[offset..<end])
             offset = end
         }
     }
 
     /// Ends the input: the speech in progress becomes a segment.
-    public func flush() {
+    public func flush() throws(SherpaOnnxError) {
         lock.lock()
         defer { lock.unlock() }
-        SherpaOnnxVoiceActivityDetectorFlush(vad)
+        let state = try engineStep(.flush)
         // sherpa-onnx's flushed segment ends where its last full window did; the input goes on.
-        drain(forced: false, extendingTo: accepted)
+        drain(state.segments, forced: false, extendingTo: accepted)
         if let lead, lead.speechEnd > lead.start { emit(from: lead.start, to: lead.speechEnd) }
         lead = nil
         detected = false
@@ -254,23 +247,26 @@ public final class SileroDetector: @unchecked Sendable {
 
     // MARK: - Under the lock
 
-    private func step(_ samples: ArraySlice<Float>) {
+    /// One step of sherpa-onnx's detector in the engine process: the segments it finished.
+    private func engineStep(_ action: EngineVADStep.Action, _ samples: ArraySlice<Float> = []) throws(SherpaOnnxError) -> EngineVADState {
+        let request = try EngineObject.frame(EngineVADStep(id: "", object: vad.name, action: action), payload: EngineSamples.bytes(Array(samples)))
+        return try vad.call(request, replying: EngineVADState.self).0
+    }
+
+    private func step(_ samples: ArraySlice<Float>) throws(SherpaOnnxError) {
         let before = accepted
         history.append(contentsOf: samples)
-        samples.withUnsafeBufferPointer {
-            SherpaOnnxVoiceActivityDetectorAcceptWaveform(vad, $0.baseAddress, Int32($0.count))
-        }
+        let state = try engineStep(.accept, samples)
         accepted += Int64(samples.count)
-        drain(forced: false)
+        drain(state.segments, forced: false)
 
-        detected = SherpaOnnxVoiceActivityDetectorDetected(vad) != 0
+        detected = state.detected
         if detected, onset == nil { onset = max(0, before - lookback) }
         if !detected { onset = nil }
 
         // Speech that never dips: cut it before it outgrows one decode.
         if detected, let start = lead?.start ?? onset.map({ $0 - padding }), accepted - start >= hardLimitSamples {
-            SherpaOnnxVoiceActivityDetectorFlush(vad)
-            drain(forced: true)
+            drain(try engineStep(.flush).segments, forced: true)
             onset = nil // sherpa-onnx opens the next segment where the flush ended; `lead` covers it
         }
         // A long pause after a split: the carried speech stands alone.
@@ -281,14 +277,11 @@ public final class SileroDetector: @unchecked Sendable {
         trimHistory()
     }
 
-    /// Takes sherpa-onnx's finished segments, joins any carried audio, and emits them.
-    private func drain(forced: Bool, extendingTo inputEnd: Int64? = nil) {
-        while SherpaOnnxVoiceActivityDetectorEmpty(vad) == 0 {
-            guard let segment = SherpaOnnxVoiceActivityDetectorFront(vad) else { break }
-            let found = segment.pointee.start
-            let count = Int64(segment.pointee.n)
-            SherpaOnnxDestroySpeechSegment(segment)
-            SherpaOnnxVoiceActivityDetectorPop(vad)
+    /// Takes sherpa-onnx's finished segments (`[start, count]`), joins any carried audio, and emits them.
+    private func drain(_ segments: [[Int64]], forced: Bool, extendingTo inputEnd: Int64? = nil) {
+        for segment in segments where segment.count == 2 {
+            let found = segment[0]
+            let count = segment[1]
             guard count > 0 else { continue }
             var start: Int64?
             if let lead {

@@ -1,9 +1,9 @@
-import CSherpaOnnx
 import EarshotSystem
+import EarshotWire
 import Foundation
 
-/// An offline Whisper recognizer (sherpa-onnx C API) loaded once and shared by every session that
-/// uses the same files and settings.
+/// An offline Whisper recognizer (sherpa-onnx C API, in the ``EngineProcess``) loaded once and
+/// shared by every session that uses the same files and settings.
 ///
 /// Calls block (loading tiny.en takes ~0.2–0.7 s, a decode 3–4 % of the audio's duration): run
 /// them on dedicated threads (`BlockingWork`), never on the cooperative pool.
@@ -16,8 +16,7 @@ import Foundation
 /// every decode (`offline-recognizer-whisper-impl.h`): identical bytes, harmless in practice but a
 /// data race in C++ terms. Pass `concurrentDecoding: false` to serialize decodes.
 public final class WhisperModel: @unchecked Sendable {
-    // @unchecked: `recognizer` is created in init and destroyed in deinit only; in between it is
-    // used through sherpa-onnx calls that are safe concurrently (see above), or under `serial`.
+    // @unchecked: every stored property is a constant; `serial` serializes decodes when asked to.
 
     /// The three files of a sherpa-onnx Whisper export.
     public struct Files: Sendable, Hashable {
@@ -85,12 +84,14 @@ public final class WhisperModel: @unchecked Sendable {
     /// Seconds the load (including the warm-up decode) took.
     public let loadSeconds: Double
 
-    private let recognizer: OpaquePointer
+    private let recognizer: EngineObject
     private let serial = NSLock()
 
-    /// Loads the model. Blocking. `language` must be one of ``WhisperLanguage/whisperCodes`` (a code
-    /// a multilingual model does not know would end the process inside sherpa-onnx), or nil.
-    public init(files: Files, language: String? = "en", task: Task = .transcribe, numThreads: Int = 2, concurrentDecoding: Bool = true) throws(SherpaOnnxError) {
+    /// Loads the model in `engine`'s process (starting it if needed). Blocking. `language` must be
+    /// one of ``WhisperLanguage/whisperCodes`` (a code a multilingual model does not know would end
+    /// the engine process inside sherpa-onnx), or nil.
+    public init(files: Files, language: String? = "en", task: Task = .transcribe, numThreads: Int = 2, concurrentDecoding: Bool = true,
+                engine: EngineProcess = .shared) throws(SherpaOnnxError) {
         for path in [files.encoder, files.decoder, files.tokens] where !FileManager.default.isReadableFile(atPath: path) {
             throw .missingFile(path)
         }
@@ -99,46 +100,26 @@ public final class WhisperModel: @unchecked Sendable {
             throw .invalidInput("Whisper has no language \"\(language)\"")
         }
         let started = Date()
-        let residentBefore = ProcessFacts.residentBytes()
-        let made: OpaquePointer? = SherpaOnnxSupport.withCStrings([
-            files.encoder, files.decoder, files.tokens, language ?? "", task.rawValue, "cpu", "greedy_search",
-        ]) { strings in
-            var config = SherpaOnnxOfflineRecognizerConfig()
-            config.feat_config.sample_rate = 16000
-            config.feat_config.feature_dim = 80
-            config.model_config.whisper.encoder = strings[0]
-            config.model_config.whisper.decoder = strings[1]
-            config.model_config.tokens = strings[2]
-            // Empty: multilingual models identify the language of each decode.
-            config.model_config.whisper.language = strings[3]
-            config.model_config.whisper.task = strings[4]
-            // Token times come from cross-attention where the export provides it; ignored otherwise.
-            config.model_config.whisper.enable_token_timestamps = 1
-            config.model_config.provider = strings[5]
-            config.model_config.num_threads = Int32(numThreads)
-            config.decoding_method = strings[6]
-            return SherpaOnnxCreateOfflineRecognizer(&config)
+        let (object, loaded) = try engine.load { name throws(SherpaOnnxError) in
+            // The warm-up decode (ONNX Runtime allocates its working memory on the first run)
+            // happens in the engine process, within the load.
+            try EngineObject.frame(EngineWhisperLoad(
+                id: "", object: name, encoder: files.encoder, decoder: files.decoder, tokens: files.tokens,
+                language: language ?? "", task: task.rawValue, threads: numThreads))
         }
-        guard let made else { throw .loadFailed("the Whisper model in \(files.encoder)") }
-        recognizer = made
+        recognizer = object
         self.files = files
         self.language = language
         self.task = task
         self.numThreads = numThreads
         self.concurrentDecoding = concurrentDecoding
-        // Warm up: ONNX Runtime allocates its working memory on the first run.
-        _ = Self.decode(made, [Float](repeating: 0, count: 16000), sampleRate: 16000, language: language)
-        let grown = ProcessFacts.residentBytes() - residentBefore
-        memoryBytes = grown > 0 ? grown : files.byteCount
+        memoryBytes = loaded.memoryBytes > 0 ? loaded.memoryBytes : files.byteCount
         loadSeconds = Date().timeIntervalSince(started)
     }
 
-    deinit {
-        SherpaOnnxDestroyOfflineRecognizer(recognizer)
-        // ONNX Runtime's ~100 MiB of working memory: without a trim the daemon's resident set
-        // ratchets up with every unload/reload (≈ +100 MiB per reload).
-        MemoryReclaim.afterRelease()
-    }
+    /// Whether the engine process holding the model still runs (false after it crashed: load the
+    /// model again).
+    public var isUsable: Bool { recognizer.isUsable }
 
     /// Transcribes mono samples in [-1, 1] (at most ``maximumDuration`` seconds; sherpa-onnx
     /// resamples other rates to 16 kHz). Blocking.
@@ -147,26 +128,20 @@ public final class WhisperModel: @unchecked Sendable {
         let seconds = Double(samples.count) / Double(sampleRate)
         guard seconds <= Self.maximumDuration else { throw .inputTooLong(seconds: seconds, limit: Self.maximumDuration) }
         if samples.isEmpty { return Transcription(text: "", language: language.flatMap(WhisperLanguage.bcp47(forWhisperCode:))) }
-        if concurrentDecoding { return Self.decode(recognizer, samples, sampleRate: sampleRate, language: language) }
+        if concurrentDecoding { return try decode(samples, sampleRate: sampleRate) }
         serial.lock()
         defer { serial.unlock() }
-        return Self.decode(recognizer, samples, sampleRate: sampleRate, language: language)
+        return try decode(samples, sampleRate: sampleRate)
     }
 
-    /// One decode on a stream of its own.
-    private static func decode(_ recognizer: OpaquePointer, _ samples: [Float], sampleRate: Int, language: String?) -> Transcription {
-        let stream = SherpaOnnxCreateOfflineStream(recognizer)
-        defer { SherpaOnnxDestroyOfflineStream(stream) }
-        samples.withUnsafeBufferPointer {
-            SherpaOnnxAcceptWaveformOffline(stream, Int32(sampleRate), $0.baseAddress, Int32($0.count))
-        }
-        SherpaOnnxDecodeOfflineStream(recognizer, stream)
-        let duration = Double(samples.count) / Double(sampleRate)
-        guard let result = SherpaOnnxGetOfflineStreamResult(stream) else { return Transcription(text: "") }
-        defer { SherpaOnnxDestroyOfflineRecognizerResult(result) }
-        var transcription = transcription(from: result.pointee, duration: duration)
+    /// One decode in the engine process, on a stream of its own.
+    private func decode(_ samples: [Float], sampleRate: Int) throws(SherpaOnnxError) -> Transcription {
+        let request = try EngineObject.frame(EngineWhisperDecode(id: "", object: recognizer.name, sampleRate: sampleRate),
+                                             payload: EngineSamples.bytes(samples))
+        let result = try recognizer.call(request, replying: EngineWhisperResult.self).0
+        var transcription = Self.transcription(from: result, duration: Double(samples.count) / Double(sampleRate))
         // The configured language, else the one the model identified.
-        let identified = result.pointee.lang.map { String(cString: $0) }.flatMap(WhisperLanguage.bcp47(forWhisperCode:))
+        let identified = result.language.flatMap(WhisperLanguage.bcp47(forWhisperCode:))
         transcription.language = language.flatMap(WhisperLanguage.bcp47(forWhisperCode:)) ?? identified
         return transcription
     }
@@ -174,21 +149,17 @@ public final class WhisperModel: @unchecked Sendable {
     /// Text, and words with times and confidences when the export gives token timestamps (Whisper
     /// tokens that start with a space begin a word). A word ends where its last token ends (token
     /// durations), else where the next word starts, else at the end of the audio.
-    static func transcription(from result: SherpaOnnxOfflineRecognizerResult, duration: Double) -> Transcription {
-        let text = result.text.map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        let count = Int(result.count)
+    static func transcription(from result: EngineWhisperResult, duration: Double) -> Transcription {
+        let text = result.text.trimmingCharacters(in: .whitespacesAndNewlines)
         var tokens: [WhisperToken] = []
-        if let times = result.timestamps, let pieces = result.tokens_arr, count > 0 {
-            for index in 0..<count {
-                guard let piece = pieces[index].map({ String(cString: $0) }) else { continue }
-                tokens.append(WhisperToken(text: piece, start: Double(times[index]),
-                                           duration: result.durations.map { Double($0[index]) },
-                                           logProbability: result.ys_log_probs.map { Double($0[index]) }))
-            }
+        for (index, piece) in result.tokens.enumerated() where index < result.starts.count {
+            tokens.append(WhisperToken(text: piece, start: result.starts[index],
+                                       duration: result.durations.flatMap { index < $0.count ? $0[index] : nil },
+                                       logProbability: result.logProbabilities.flatMap { index < $0.count ? $0[index] : nil }))
         }
         var confidence: Double?
-        if let logProbs = result.ys_log_probs, count > 0 {
-            confidence = exp((0..<count).reduce(0.0) { $0 + Double(logProbs[$1]) } / Double(count))
+        if let logProbabilities = result.logProbabilities, !logProbabilities.isEmpty {
+            confidence = exp(logProbabilities.reduce(0, +) / Double(logProbabilities.count))
         }
         return Transcription(text: text, words: WhisperToken.words(tokens, duration: duration), confidence: confidence)
     }

@@ -1,0 +1,54 @@
+import CSherpaOnnx
+import EarshotSystem
+import EarshotWire
+
+/// A silero voice activity detector created through sherpa-onnx's C API, in the engine process.
+/// Steps on one detector are serialized by the server.
+final class Detector: @unchecked Sendable {
+    // @unchecked: `vad` is used by one request at a time (the server's per-object queue).
+    private let vad: OpaquePointer
+
+    /// Blocking (a few milliseconds); nil when sherpa-onnx refuses the configuration.
+    init?(_ request: EngineVADLoad) {
+        let made: OpaquePointer? = withCStrings([request.model, "cpu"]) { strings in
+            var config = SherpaOnnxVadModelConfig()
+            config.silero_vad.model = strings[0]
+            config.silero_vad.threshold = Float(request.threshold)
+            config.silero_vad.min_silence_duration = Float(request.minSilenceDuration)
+            config.silero_vad.min_speech_duration = Float(request.minSpeechDuration)
+            config.silero_vad.max_speech_duration = Float(request.maxSpeechDuration)
+            config.silero_vad.window_size = Int32(request.windowSize)
+            config.sample_rate = Int32(request.sampleRate)
+            config.num_threads = 1
+            config.provider = strings[1]
+            return SherpaOnnxCreateVoiceActivityDetector(&config, Float(request.bufferSeconds))
+        }
+        guard let made else { return nil }
+        vad = made
+    }
+
+    deinit {
+        SherpaOnnxDestroyVoiceActivityDetector(vad)
+        MemoryReclaim.afterRelease()
+    }
+
+    /// Runs `action` and reports the segments it finished and whether speech is open after it.
+    func step(_ action: EngineVADStep.Action, samples: [Float], id: String) -> EngineVADState {
+        switch action {
+        case .accept:
+            samples.withUnsafeBufferPointer { SherpaOnnxVoiceActivityDetectorAcceptWaveform(vad, $0.baseAddress, Int32($0.count)) }
+        case .flush:
+            SherpaOnnxVoiceActivityDetectorFlush(vad)
+        case .reset:
+            SherpaOnnxVoiceActivityDetectorReset(vad)
+        }
+        var segments: [[Int64]] = []
+        while SherpaOnnxVoiceActivityDetectorEmpty(vad) == 0 {
+            guard let segment = SherpaOnnxVoiceActivityDetectorFront(vad) else { break }
+            segments.append([Int64(segment.pointee.start), Int64(segment.pointee.n)])
+            SherpaOnnxDestroySpeechSegment(segment)
+            SherpaOnnxVoiceActivityDetectorPop(vad)
+        }
+        return EngineVADState(id: id, segments: segments, detected: SherpaOnnxVoiceActivityDetectorDetected(vad) != 0)
+    }
+}

@@ -1,0 +1,117 @@
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// The engine process's side of the link to earshotd: reads requests (``EngineWhisperLoad``,
+/// ``EngineVADLoad``, ``EngineWhisperDecode``, ``EngineVADStep``, ``EngineRelease``) from a
+/// socket and answers each with its reply. Loads and detector steps run on a serial queue per
+/// object, so one object's requests keep their order and other objects never wait behind them;
+/// each Whisper decode has a thread of its own, so decodes on one model overlap as they do in
+/// process (earshotd bounds how many run).
+public final class EngineServer: @unchecked Sendable {
+    // @unchecked: `objects` and `queues` are guarded by `lock`.
+    private let link: BlockingFrameLink
+    private let lock = NSLock()
+    private var objects: [String: AnyObject] = [:]
+    private var queues: [String: DispatchQueue] = [:]
+
+    public init(fd: Int32) {
+        link = BlockingFrameLink(fd: fd, limits: EngineLink.limits)
+    }
+
+    /// Serves until earshotd closes the link; returns why it ended (nil: a clean close).
+    public func run() -> String? {
+        do {
+            while let frame = try link.read() { handle(frame) }
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    private func handle(_ frame: Frame) {
+        let id = frame.requestID ?? ""
+        do {
+            switch frame.type {
+            case EngineWhisperLoad.eventType:
+                let request = try frame.decode(EngineWhisperLoad.self)
+                load(request.object, id: id, what: "the Whisper model in \(request.encoder)") { Recognizer(request) }
+            case EngineVADLoad.eventType:
+                let request = try frame.decode(EngineVADLoad.self)
+                load(request.object, id: id, what: "silero VAD from \(request.model)") { Detector(request) }
+            case EngineWhisperDecode.eventType:
+                let request = try frame.decode(EngineWhisperDecode.self)
+                let recognizer: Recognizer = try object(request.object)
+                let samples = EngineSamples.samples(frame.payload)
+                let thread = Thread { [self] in
+                    reply { try Frame(recognizer.decode(samples, sampleRate: request.sampleRate, id: id)) }
+                }
+                thread.name = "earshot.engine-decode"
+                thread.start()
+            case EngineVADStep.eventType:
+                let request = try frame.decode(EngineVADStep.self)
+                let detector: Detector = try object(request.object)
+                let samples = EngineSamples.samples(frame.payload)
+                queue(for: request.object).async { [self] in
+                    reply { try Frame(detector.step(request.action, samples: samples, id: id)) }
+                }
+            case EngineRelease.eventType:
+                let request = try frame.decode(EngineRelease.self)
+                // After the object's queued steps; the last reference goes on its queue.
+                queue(for: request.object).async { [self] in
+                    lock.withLock {
+                        objects[request.object] = nil
+                        queues[request.object] = nil
+                    }
+                    reply { try Frame(EngineReleased(id: id)) }
+                }
+            default:
+                throw EngineRequestError(message: "unknown request '\(frame.type)'")
+            }
+        } catch {
+            reply { try Frame(EngineFailure(id: id, kind: .invalidRequest, message: "\(error)")) }
+        }
+    }
+
+    /// Loads an object on its own queue and answers with its memory and load time.
+    private func load(_ name: String, id: String, what: String, _ make: @escaping @Sendable () -> AnyObject?) {
+        queue(for: name).async { [self] in
+            let started = Date()
+            let before = ProcessFacts.residentBytes()
+            guard let made = make() else {
+                reply { try Frame(EngineFailure(id: id, kind: .loadFailed, message: "sherpa-onnx could not load \(what)")) }
+                return
+            }
+            lock.withLock { objects[name] = made }
+            let loaded = EngineLoaded(id: id, memoryBytes: max(0, ProcessFacts.residentBytes() - before),
+                                      loadSeconds: Date().timeIntervalSince(started))
+            reply { try Frame(loaded) }
+        }
+    }
+
+    private func object<T>(_ name: String) throws -> T {
+        guard let found = lock.withLock({ objects[name] }) as? T else {
+            throw EngineRequestError(message: "no loaded \(T.self) '\(name)'")
+        }
+        return found
+    }
+
+    private func queue(for name: String) -> DispatchQueue {
+        lock.withLock {
+            if let queue = queues[name] { return queue }
+            let queue = DispatchQueue(label: "earshot.engine.\(name)")
+            queues[name] = queue
+            return queue
+        }
+    }
+
+    /// Sends a reply; if the link is gone, earshotd is too, and the read loop ends.
+    private func reply(_ make: () throws -> Frame) {
+        try? link.write(make())
+    }
+
+    private struct EngineRequestError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+}

@@ -1,0 +1,209 @@
+/// Requests and replies between earshotd and its engine process (`earshot-engine`), which runs the
+/// sherpa-onnx engines (Whisper, silero VAD) so ONNX Runtime's memory leaves with it. Every
+/// request carries an `id` its reply repeats and the `object` (a loaded model or detector) it is
+/// about; audio travels as the payload, 32-bit float samples in the host's byte order (both ends
+/// are the same machine). Not a client protocol: the link is a socket pair to a child process.
+
+/// The link's frame limits: the largest request is one decode (≤ 29.5 s, earshotd checks the
+/// rate, ≤ 1 MHz, so ≤ 118 MB of samples).
+public enum EngineLink {
+    public static let limits = FrameLimits(maxHeaderBytes: 64 << 10, maxDataBytes: 16 << 20, maxPayloadBytes: 128 << 20)
+}
+
+/// Loads a Whisper model (`engine.whisper-load`); answered by ``EngineLoaded`` or ``EngineFailure``.
+public struct EngineWhisperLoad: WireEvent, Hashable {
+    public static let eventType = "engine.whisper-load"
+    public var id: String
+    public var object: String
+    public var encoder: String
+    public var decoder: String
+    public var tokens: String
+    /// Whisper language code, empty for identification by a multilingual model.
+    public var language: String
+    public var task: String
+    public var threads: Int
+
+    public init(id: String, object: String, encoder: String, decoder: String, tokens: String, language: String, task: String, threads: Int) {
+        self.id = id
+        self.object = object
+        self.encoder = encoder
+        self.decoder = decoder
+        self.tokens = tokens
+        self.language = language
+        self.task = task
+        self.threads = threads
+    }
+}
+
+/// Loads a silero voice activity detector (`engine.vad-load`).
+public struct EngineVADLoad: WireEvent, Hashable {
+    public static let eventType = "engine.vad-load"
+    public var id: String
+    public var object: String
+    public var model: String
+    public var threshold: Double
+    public var minSilenceDuration: Double
+    public var minSpeechDuration: Double
+    public var maxSpeechDuration: Double
+    public var windowSize: Int
+    public var sampleRate: Int
+    /// Seconds of audio sherpa-onnx's detector buffers.
+    public var bufferSeconds: Double
+
+    public init(id: String, object: String, model: String, threshold: Double, minSilenceDuration: Double, minSpeechDuration: Double,
+                maxSpeechDuration: Double, windowSize: Int, sampleRate: Int, bufferSeconds: Double) {
+        self.id = id
+        self.object = object
+        self.model = model
+        self.threshold = threshold
+        self.minSilenceDuration = minSilenceDuration
+        self.minSpeechDuration = minSpeechDuration
+        self.maxSpeechDuration = maxSpeechDuration
+        self.windowSize = windowSize
+        self.sampleRate = sampleRate
+        self.bufferSeconds = bufferSeconds
+    }
+}
+
+/// A load succeeded (`engine.loaded`).
+public struct EngineLoaded: WireEvent, Hashable {
+    public static let eventType = "engine.loaded"
+    public var id: String
+    /// Growth of the engine process's resident memory while it loaded (and warmed up) the object.
+    public var memoryBytes: Int
+    public var loadSeconds: Double
+
+    public init(id: String, memoryBytes: Int, loadSeconds: Double) {
+        self.id = id
+        self.memoryBytes = memoryBytes
+        self.loadSeconds = loadSeconds
+    }
+}
+
+/// Decodes the payload's samples with a loaded Whisper model (`engine.whisper-decode`); answered
+/// by ``EngineWhisperResult``. Decodes on one model may run concurrently.
+public struct EngineWhisperDecode: WireEvent, Hashable {
+    public static let eventType = "engine.whisper-decode"
+    public var id: String
+    public var object: String
+    public var sampleRate: Int
+
+    public init(id: String, object: String, sampleRate: Int) {
+        self.id = id
+        self.object = object
+        self.sampleRate = sampleRate
+    }
+}
+
+/// What sherpa-onnx's Whisper recognizer returned (`engine.whisper-result`): the text and, per
+/// token, its text, start and (when the export gives them) duration and log probability.
+public struct EngineWhisperResult: WireEvent, Hashable {
+    public static let eventType = "engine.whisper-result"
+    public var id: String
+    public var text: String
+    /// The language code the model reported, if any.
+    public var language: String?
+    public var tokens: [String]
+    public var starts: [Double]
+    public var durations: [Double]?
+    public var logProbabilities: [Double]?
+
+    public init(id: String, text: String, language: String?, tokens: [String], starts: [Double], durations: [Double]?, logProbabilities: [Double]?) {
+        self.id = id
+        self.text = text
+        self.language = language
+        self.tokens = tokens
+        self.starts = starts
+        self.durations = durations
+        self.logProbabilities = logProbabilities
+    }
+}
+
+/// One step of a detector (`engine.vad-step`): `accept` the payload's samples, `flush` the speech
+/// in progress, or `reset` to a new stream. Answered by ``EngineVADState``.
+public struct EngineVADStep: WireEvent, Hashable {
+    public static let eventType = "engine.vad-step"
+    public enum Action: String, Codable, Sendable, Hashable {
+        case accept, flush, reset
+    }
+    public var id: String
+    public var object: String
+    public var action: Action
+
+    public init(id: String, object: String, action: Action) {
+        self.id = id
+        self.object = object
+        self.action = action
+    }
+}
+
+/// The segments sherpa-onnx's detector finished during a step (`engine.vad-state`), as
+/// `[start, count]` sample pairs, and whether it is inside speech after it.
+public struct EngineVADState: WireEvent, Hashable {
+    public static let eventType = "engine.vad-state"
+    public var id: String
+    public var segments: [[Int64]]
+    public var detected: Bool
+
+    public init(id: String, segments: [[Int64]], detected: Bool) {
+        self.id = id
+        self.segments = segments
+        self.detected = detected
+    }
+}
+
+/// Frees a loaded object (`engine.release`); answered by ``EngineReleased``.
+public struct EngineRelease: WireEvent, Hashable {
+    public static let eventType = "engine.release"
+    public var id: String
+    public var object: String
+
+    public init(id: String, object: String) {
+        self.id = id
+        self.object = object
+    }
+}
+
+/// An object was freed (`engine.released`).
+public struct EngineReleased: WireEvent, Hashable {
+    public static let eventType = "engine.released"
+    public var id: String
+
+    public init(id: String) { self.id = id }
+}
+
+/// A request failed (`engine.error`).
+public struct EngineFailure: WireEvent, Hashable {
+    public static let eventType = "engine.error"
+    public enum Kind: String, Codable, Sendable, Hashable {
+        /// sherpa-onnx returned no object for the configuration.
+        case loadFailed = "load_failed"
+        /// The request names no loaded object, or is malformed.
+        case invalidRequest = "invalid_request"
+    }
+    public var id: String
+    public var kind: Kind
+    public var message: String
+
+    public init(id: String, kind: Kind, message: String) {
+        self.id = id
+        self.kind = kind
+        self.message = message
+    }
+}
+
+/// 32-bit float samples as the engine link's payload bytes, and back.
+public enum EngineSamples {
+    public static func bytes(_ samples: [Float]) -> [UInt8] {
+        samples.withUnsafeBytes { Array($0) }
+    }
+
+    /// The samples in `bytes` (a trailing partial sample is ignored).
+    public static func samples(_ bytes: [UInt8]) -> [Float] {
+        var samples = [Float](repeating: 0, count: bytes.count / MemoryLayout<Float>.size)
+        samples.withUnsafeMutableBytes { target in
+            bytes.withUnsafeBytes { source in target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[0..<target.count])) }
+        }
+        return samples
+    }
+}

@@ -32,16 +32,32 @@ final class Detector: @unchecked Sendable {
         MemoryReclaim.afterRelease()
     }
 
-    /// Runs `action` and reports the segments it finished and whether speech is open after it.
-    func step(_ action: EngineVADStep.Action, samples: [Float], id: String) -> EngineVADState {
-        switch action {
+    /// Runs `request`'s steps and reports what each did.
+    func run(_ request: EngineVADStep, samples: [Float], id: String) -> EngineVADState {
+        switch request.action {
         case .accept:
-            samples.withUnsafeBufferPointer { SherpaOnnxVoiceActivityDetectorAcceptWaveform(vad, $0.baseAddress, Int32($0.count)) }
+            let size = request.stepSamples > 0 ? request.stepSamples : max(1, samples.count)
+            var steps: [EngineVADState.Step] = []
+            var offset = 0
+            repeat {
+                let end = min(offset + size, samples.count)
+                samples[offset..<end].withUnsafeBufferPointer {
+                    SherpaOnnxVoiceActivityDetectorAcceptWaveform(vad, $0.baseAddress, Int32($0.count))
+                }
+                steps.append(finished())
+                offset = end
+            } while offset < samples.count
+            return EngineVADState(id: id, steps: steps)
         case .flush:
             SherpaOnnxVoiceActivityDetectorFlush(vad)
         case .reset:
             SherpaOnnxVoiceActivityDetectorReset(vad)
         }
+        return EngineVADState(id: id, steps: [finished()])
+    }
+
+    /// The segments finished since the last call, taken out of the detector.
+    private func finished() -> EngineVADState.Step {
         var segments: [[Int64]] = []
         while SherpaOnnxVoiceActivityDetectorEmpty(vad) == 0 {
             guard let segment = SherpaOnnxVoiceActivityDetectorFront(vad) else { break }
@@ -49,6 +65,6 @@ final class Detector: @unchecked Sendable {
             SherpaOnnxDestroySpeechSegment(segment)
             SherpaOnnxVoiceActivityDetectorPop(vad)
         }
-        return EngineVADState(id: id, segments: segments, detected: SherpaOnnxVoiceActivityDetectorDetected(vad) != 0)
+        return EngineVADState.Step(segments: segments, detected: SherpaOnnxVoiceActivityDetectorDetected(vad) != 0)
     }
 }

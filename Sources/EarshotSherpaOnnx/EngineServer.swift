@@ -53,7 +53,7 @@ public final class EngineServer: @unchecked Sendable {
                 let detector: Detector = try object(request.object)
                 let samples = EngineSamples.samples(frame.payload)
                 queue(for: request.object).async { [self] in
-                    reply { try Frame(detector.step(request.action, samples: samples, id: id)) }
+                    reply { try Frame(detector.run(request, samples: samples, id: id)) }
                 }
             case EngineRelease.eventType:
                 let request = try frame.decode(EngineRelease.self)

@@ -119,8 +119,9 @@ public struct EngineWhisperResult: WireEvent, Hashable {
     }
 }
 
-/// One step of a detector (`engine.vad-step`): `accept` the payload's samples, `flush` the speech
-/// in progress, or `reset` to a new stream. Answered by ``EngineVADState``.
+/// Steps of a detector (`engine.vad-step`): `accept` the payload's samples, `stepSamples` at a
+/// time (one step for all of them when 0), `flush` the speech in progress, or `reset` to a new
+/// stream. Answered by ``EngineVADState``.
 public struct EngineVADStep: WireEvent, Hashable {
     public static let eventType = "engine.vad-step"
     public enum Action: String, Codable, Sendable, Hashable {
@@ -129,26 +130,35 @@ public struct EngineVADStep: WireEvent, Hashable {
     public var id: String
     public var object: String
     public var action: Action
+    public var stepSamples: Int
 
-    public init(id: String, object: String, action: Action) {
+    public init(id: String, object: String, action: Action, stepSamples: Int = 0) {
         self.id = id
         self.object = object
         self.action = action
+        self.stepSamples = stepSamples
     }
 }
 
-/// The segments sherpa-onnx's detector finished during a step (`engine.vad-state`), as
-/// `[start, count]` sample pairs, and whether it is inside speech after it.
+/// What each step of an ``EngineVADStep`` did (`engine.vad-state`), in order.
 public struct EngineVADState: WireEvent, Hashable {
     public static let eventType = "engine.vad-state"
+    /// The segments sherpa-onnx's detector finished during one step, as `[start, count]` sample
+    /// pairs, and whether it is inside speech after it.
+    public struct Step: Codable, Sendable, Hashable {
+        public var segments: [[Int64]]
+        public var detected: Bool
+        public init(segments: [[Int64]], detected: Bool) {
+            self.segments = segments
+            self.detected = detected
+        }
+    }
     public var id: String
-    public var segments: [[Int64]]
-    public var detected: Bool
+    public var steps: [Step]
 
-    public init(id: String, segments: [[Int64]], detected: Bool) {
+    public init(id: String, steps: [Step]) {
         self.id = id
-        self.segments = segments
-        self.detected = detected
+        self.steps = steps
     }
 }
 

@@ -91,6 +91,22 @@ extension SherpaOnnxTests {
         #expect(again == fresh, "fresh: \(Self.describe(fresh)); reused: \(Self.describe(again))")
     }
 
+    /// The engine process gets up to ten 0.1 s steps per call, one where a forced cut may be due:
+    /// fed 1 s at a time (batched) the detector must cut exactly where it does fed one step at a
+    /// time, forced cuts and sherpa-onnx's own splits included.
+    @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
+    func batchedStepsSegmentExactlyAsSingleSteps() throws {
+        let (continuous, _) = try SherpaFixture.concatenation(longerThan: 45, silence: 0)
+        let (paused, _) = try SherpaFixture.concatenation(longerThan: 30, silence: 1)
+        let tight = SileroDetector.Configuration(minSilenceDuration: 1, maxSpeechDuration: 5, hardLimit: 7, speechPadding: 0.4)
+        for (samples, configuration) in [(continuous, tight), (continuous, .transcription), (paused, .transcription)] {
+            let single = try Self.detect(samples, configuration, chunk: 1600) // one 0.1 s step per call
+            let batched = try Self.detect(samples, configuration, chunk: 16000)
+            #expect(single.count >= 2, "more than one segment, so there are cuts to compare")
+            #expect(batched == single, "single: \(Self.describe(single)); batched: \(Self.describe(batched))")
+        }
+    }
+
     @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
     func longSpeechIsSplitWithoutDroppingAudio() throws {
         // ~46 s of continuous reading: the utterances back to back, no pause reaching the minimum

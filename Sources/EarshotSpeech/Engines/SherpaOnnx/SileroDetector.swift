@@ -31,8 +31,8 @@ public enum VoiceSensitivity: String, Sendable, Hashable, CaseIterable {
 /// start; this detector prepends them to the next segment. Speech that never dips is cut at
 /// `hardLimit`, at the quietest 20 ms in the last 3 s, and the rest carried into the next segment.
 ///
-/// Blocking (each 32 ms window runs the model, one call to the engine process per 0.1 s of
-/// input): use it on a dedicated thread. All methods are serialized by an internal lock, so the
+/// Blocking (each 32 ms window runs the model; one call to the engine process per 1 s of input,
+/// per 0.1 s where a forced cut may be due): use it on a dedicated thread. All methods are serialized by an internal lock, so the
 /// detector may move between threads; they throw ``SherpaOnnxError/engineUnavailable(_:)`` once
 /// the engine process is gone. It holds at most
 /// about `hardLimit` + 7 s of audio (~2.3 MB with the defaults), however long the stream.
@@ -82,6 +82,8 @@ public final class SileroDetector: @unchecked Sendable {
     static let window = 512
     /// Samples fed to sherpa-onnx per step, so segments surface promptly whatever the chunk size.
     static let step = 1600
+    /// Steps sent to the engine process in one call when no forced cut can fall among them (1 s).
+    static let stepsPerCall = 10
     /// Quietest-point search span and frame for forced cuts.
     static let cutSearch = 3 * 16000
     static let cutFrame = 320
@@ -174,8 +176,19 @@ public final class SileroDetector: @unchecked Sendable {
         defer { lock.unlock() }
         var offset = 0
         while offset < samples.count {
-            let end = min(offset + Self.step, samples.count)
-            try step(samples[offset..<end])
+            // Steps that cannot reach a forced cut go to the engine process in one round trip.
+            let steps = min(Self.stepsPerCall, stepsBeforeACutCanBeDue)
+            let end = min(offset + max(1, steps) * Self.step, samples.count)
+            let states = try engineStep(.accept, samples[offset..<end]).steps
+            guard states.count == (end - offset + Self.step - 1) / Self.step else {
+                throw .engineUnavailable("it answered \(states.count) detector steps for \(end - offset) samples")
+            }
+            var from = offset
+            for state in states {
+                let to = min(from + Self.step, end)
+                try step(samples[from..<to], state)
+                from = to
+            }
             offset = end
         }
     }
@@ -184,9 +197,9 @@ public final class SileroDetector: @unchecked Sendable {
     public func flush() throws(SherpaOnnxError) {
         lock.lock()
         defer { lock.unlock() }
-        let state = try engineStep(.flush)
+        let segments = try engineStep(.flush).steps.flatMap(\.segments)
         // sherpa-onnx's flushed segment ends where its last full window did; the input goes on.
-        drain(state.segments, forced: false, extendingTo: accepted)
+        drain(segments, forced: false, extendingTo: accepted)
         if let lead, lead.speechEnd > lead.start { emit(from: lead.start, to: lead.speechEnd) }
         lead = nil
         detected = false
@@ -247,16 +260,30 @@ public final class SileroDetector: @unchecked Sendable {
 
     // MARK: - Under the lock
 
-    /// One step of sherpa-onnx's detector in the engine process: the segments it finished.
+    /// Steps of sherpa-onnx's detector in the engine process (``step`` samples each when
+    /// accepting): what each did.
     private func engineStep(_ action: EngineVADStep.Action, _ samples: ArraySlice<Float> = []) throws(SherpaOnnxError) -> EngineVADState {
-        let request = try EngineObject.frame(EngineVADStep(id: "", object: vad.name, action: action), payload: EngineSamples.bytes(Array(samples)))
+        let request = try EngineObject.frame(EngineVADStep(id: "", object: vad.name, action: action, stepSamples: Self.step),
+                                             payload: EngineSamples.bytes(Array(samples)))
         return try vad.call(request, replying: EngineVADState.self).0
     }
 
-    private func step(_ samples: ArraySlice<Float>) throws(SherpaOnnxError) {
+    /// How many steps from here cannot make speech reach the hard limit (so no forced cut, the one
+    /// thing a step does with the engine): every segment start a step can use is at or after the
+    /// earliest open one, or at most 3 s before the input position (a newly detected onset, or a
+    /// split's carried audio).
+    private var stepsBeforeACutCanBeDue: Int {
+        var earliest = accepted - lookback - padding - Int64(3 * Self.sampleRate)
+        if let onset { earliest = min(earliest, onset - padding) }
+        if let lead { earliest = min(earliest, lead.start) }
+        let room = earliest + hardLimitSamples - accepted
+        return room > 0 ? Int((room - 1) / Int64(Self.step)) : 0
+    }
+
+    /// Takes one step's result from the engine for `samples`.
+    private func step(_ samples: ArraySlice<Float>, _ state: EngineVADState.Step) throws(SherpaOnnxError) {
         let before = accepted
         history.append(contentsOf: samples)
-        let state = try engineStep(.accept, samples)
         accepted += Int64(samples.count)
         drain(state.segments, forced: false)
 
@@ -266,7 +293,7 @@ public final class SileroDetector: @unchecked Sendable {
 
         // Speech that never dips: cut it before it outgrows one decode.
         if detected, let start = lead?.start ?? onset.map({ $0 - padding }), accepted - start >= hardLimitSamples {
-            drain(try engineStep(.flush).segments, forced: true)
+            drain(try engineStep(.flush).steps.flatMap(\.segments), forced: true)
             onset = nil // sherpa-onnx opens the next segment where the flush ended; `lead` covers it
         }
         // A long pause after a split: the carried speech stands alone.

@@ -86,7 +86,7 @@ public final class WorkerProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` with `arguments`, this process's environment and its standard output
-    /// and error. `onEnd` hears, once the worker was reaped, why it ended and whether ``close()``
+    /// and error, every signal at its default and none blocked. `onEnd` hears, once the worker was reaped, why it ended and whether ``close()``
     /// asked it to.
     public init(executable: String, arguments: [String] = [], limits: FrameLimits,
                 onEnd: (@Sendable (_ pid: pid_t, _ why: WorkerError, _ asked: Bool) -> Void)? = nil) throws(WorkerError) {
@@ -102,10 +102,22 @@ public final class WorkerProcess: @unchecked Sendable {
         // glibc's closefrom file action is not visible to Swift: the worker closes every other
         // inherited descriptor first thing (``closeInheritedDescriptors()``).
         posix_spawn_file_actions_adddup2(&actions, ends[1], 0)
+        // Default dispositions and no blocked signals: earshotd ignores SIGTERM and SIGINT (it takes
+        // them through Dispatch sources), and the worker would inherit that and outlive a stop.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var every = sigset_t()
+        var none = sigset_t()
+        sigfillset(&every)
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &every)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, nil, argv, environ)
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
         Glibc.close(ends[1])
         guard status == 0 else {
             Glibc.close(ends[0])

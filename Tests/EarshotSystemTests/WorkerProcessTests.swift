@@ -59,6 +59,37 @@ import Testing
         #expect(!worker.isRunning)
     }
 
+    /// Regression: earshotd ignores SIGTERM and SIGINT (Dispatch sources take them), and its engine
+    /// process inherited that, so `kill -TERM` did nothing to it and it outlived a stop.
+    @Test func aWorkerInheritsNoIgnoredOrBlockedSignal() throws {
+        // SIGUSR2 stands in for SIGTERM: nothing else in the test process uses it.
+        let previous = signal(SIGUSR2, SIG_IGN)
+        var blocked = sigset_t()
+        var old = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGUSR1)
+        pthread_sigmask(SIG_BLOCK, &blocked, &old)
+        let worker = try Self.echo()
+        pthread_sigmask(SIG_SETMASK, &old, nil)
+        signal(SIGUSR2, previous)
+        defer { worker.close() }
+        _ = try worker.call(Frame(type: "echo")) // cat runs: the shell has exec'd it
+        let status = try String(contentsOfFile: "/proc/\(worker.pid)/status", encoding: .utf8)
+        func mask(_ name: String) -> UInt64 {
+            status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                .flatMap { UInt64($0.split(separator: "\t").last.map(String.init) ?? "", radix: 16) } ?? .max
+        }
+        #expect(mask("SigIgn") & (1 << (UInt64(SIGUSR2) - 1)) == 0, "SIGUSR2 stayed ignored")
+        #expect(mask("SigBlk") & (1 << (UInt64(SIGUSR1) - 1)) == 0, "SIGUSR1 stayed blocked")
+        #expect(kill(worker.pid, SIGUSR2) == 0)
+        #expect {
+            while true { _ = try worker.call(Frame(type: "echo")) }
+        } throws: { error in
+            guard case WorkerError.exited(let why) = error else { return false }
+            return why.contains("signal \(SIGUSR2)")
+        }
+    }
+
     @Test func aMissingExecutableIsASpawnFailure() {
         #expect {
             _ = try WorkerProcess(executable: "/nonexistent/earshot-engine", limits: Self.limits)

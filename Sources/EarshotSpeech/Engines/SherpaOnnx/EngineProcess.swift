@@ -80,8 +80,8 @@ public final class EngineProcess: @unchecked Sendable {
             running = worker
         } else {
             do {
-                running = try WorkerProcess(executable: executable, limits: EngineLink.limits) { [self] pid, why, asked in
-                    lock.withLock { observer }?(.ended(pid: pid, reason: "\(why)", unexpected: !asked))
+                running = try WorkerProcess(executable: executable, limits: EngineLink.limits) { [weak self] pid, why, asked in
+                    self?.lock.withLock { self?.observer }?(.ended(pid: pid, reason: "\(why)", unexpected: !asked))
                 }
             } catch {
                 lock.unlock()

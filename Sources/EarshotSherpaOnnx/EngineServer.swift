@@ -73,18 +73,16 @@ public final class EngineServer: @unchecked Sendable {
         }
     }
 
-    /// Loads an object on its own queue and answers with its memory and load time.
+    /// Loads an object on its own queue and answers with the memory it took.
     private func load(_ name: String, id: String, what: String, _ make: @escaping @Sendable () -> AnyObject?) {
         queue(for: name).async { [self] in
-            let started = Date()
             let before = ProcessFacts.residentBytes()
             guard let made = make() else {
                 reply { try Frame(EngineFailure(id: id, kind: .loadFailed, message: "sherpa-onnx could not load \(what)")) }
                 return
             }
             lock.withLock { objects[name] = made }
-            let loaded = EngineLoaded(id: id, memoryBytes: max(0, ProcessFacts.residentBytes() - before),
-                                      loadSeconds: Date().timeIntervalSince(started))
+            let loaded = EngineLoaded(id: id, memoryBytes: max(0, ProcessFacts.residentBytes() - before))
             reply { try Frame(loaded) }
         }
     }

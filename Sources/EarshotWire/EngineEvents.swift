@@ -71,12 +71,10 @@ public struct EngineLoaded: WireEvent, Hashable {
     public var id: String
     /// Growth of the engine process's resident memory while it loaded (and warmed up) the object.
     public var memoryBytes: Int
-    public var loadSeconds: Double
 
-    public init(id: String, memoryBytes: Int, loadSeconds: Double) {
+    public init(id: String, memoryBytes: Int) {
         self.id = id
         self.memoryBytes = memoryBytes
-        self.loadSeconds = loadSeconds
     }
 }
 
@@ -204,8 +202,9 @@ public struct EngineFailure: WireEvent, Hashable {
 
 /// 32-bit float samples as the engine link's payload bytes, and back.
 public enum EngineSamples {
-    public static func bytes(_ samples: [Float]) -> [UInt8] {
-        samples.withUnsafeBytes { Array($0) }
+    /// The bytes of `samples` (an array or a slice of one: copied once).
+    public static func bytes<Samples: Collection<Float>>(_ samples: Samples) -> [UInt8] {
+        samples.withContiguousStorageIfAvailable { Array(UnsafeRawBufferPointer($0)) } ?? Array(samples).withUnsafeBytes { Array($0) }
     }
 
     /// The samples in `bytes` (a trailing partial sample is ignored).

@@ -21,8 +21,8 @@ public enum VoiceSensitivity: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Voice activity detection with silero VAD (sherpa-onnx C API, in the ``EngineProcess``) for one audio stream: feed 16 kHz
-/// mono samples as they come, take the finished speech segments.
+/// Voice activity detection with silero VAD (sherpa-onnx C API, in the ``EngineProcess``) for
+/// one audio stream: feed 16 kHz mono samples as they come, take the finished speech segments.
 ///
 /// Every segment is at most ``Configuration/hardLimit`` seconds long, so each fits one Whisper
 /// decode, and long speech is split without losing audio: sherpa-onnx ends a segment that passes
@@ -32,9 +32,9 @@ public enum VoiceSensitivity: String, Sendable, Hashable, CaseIterable {
 /// `hardLimit`, at the quietest 20 ms in the last 3 s, and the rest carried into the next segment.
 ///
 /// Blocking (each 32 ms window runs the model; one call to the engine process per 1 s of input,
-/// per 0.1 s where a forced cut may be due): use it on a dedicated thread. All methods are serialized by an internal lock, so the
-/// detector may move between threads; they throw ``SherpaOnnxError/engineUnavailable(_:)`` once
-/// the engine process is gone. It holds at most
+/// per 0.1 s where a forced cut may be due): use it on a dedicated thread. All methods are
+/// serialized by an internal lock, so the detector may move between threads; they throw
+/// ``SherpaOnnxError/engineUnavailable(_:)`` once the engine process is gone. It holds at most
 /// about `hardLimit` + 7 s of audio (~2.3 MB with the defaults), however long the stream.
 public final class SileroDetector: @unchecked Sendable {
     // @unchecked: every stored var and the engine's detector are only touched while holding `lock`.
@@ -264,7 +264,7 @@ public final class SileroDetector: @unchecked Sendable {
     /// accepting): what each did.
     private func engineStep(_ action: EngineVADStep.Action, _ samples: ArraySlice<Float> = []) throws(SherpaOnnxError) -> EngineVADState {
         let request = try EngineObject.frame(EngineVADStep(id: "", object: vad.name, action: action, stepSamples: Self.step),
-                                             payload: EngineSamples.bytes(Array(samples)))
+                                             payload: EngineSamples.bytes(samples))
         return try vad.call(request, replying: EngineVADState.self).0
     }
 

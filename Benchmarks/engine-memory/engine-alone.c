@@ -1,6 +1,6 @@
 // The engine's own anonymous memory, without Earshot: creates, uses and destroys a silero VAD and
-// then a Whisper model through sherpa-onnx's C API (what earshotd links), trimming the heap after
-// each as the daemon does, and prints RssAnon (kB) at each step as "STEP KB".
+// then a Whisper model through sherpa-onnx's C API (what earshot-engine links), trimming the heap
+// after each as the engine does, and prints RssAnon (kB) at each step as "STEP KB".
 //
 //   engine-alone VAD_MODEL WHISPER_DIR PREFIX WAV
 #include <malloc.h>
@@ -24,7 +24,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: engine-alone VAD_MODEL WHISPER_DIR PREFIX WAV\n");
     return 2;
   }
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);  // as MemoryReclaim.keepLargeBlocksReturnable
+  // as earshot-engine: MemoryReclaim.keepLargeBlocksReturnable(above: EngineServer.mmapThreshold)
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 4 << 20);
   report("start");
 
   SherpaOnnxVadModelConfig vad_config;

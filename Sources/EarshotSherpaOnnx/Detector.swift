@@ -8,8 +8,12 @@ final class Detector: @unchecked Sendable {
     // @unchecked: `vad` is used by one request at a time (the server's per-object queue).
     private let vad: OpaquePointer
 
-    /// Blocking (a few milliseconds); nil when sherpa-onnx refuses the configuration.
+    /// Blocking (a few milliseconds); nil when sherpa-onnx refuses the configuration or its buffer
+    /// is longer than ``EngineVADLoad/maxBufferSeconds``.
     init?(_ request: EngineVADLoad) {
+        // Its per-step segment copies must stay under the engine's mmap threshold.
+        guard request.bufferSeconds > 0, request.bufferSeconds <= EngineVADLoad.maxBufferSeconds,
+              Double(request.sampleRate) * request.bufferSeconds * 4 < Double(EngineServer.mmapThreshold) else { return nil }
         let made: OpaquePointer? = withCStrings([request.model, "cpu"]) { strings in
             var config = SherpaOnnxVadModelConfig()
             config.silero_vad.model = strings[0]

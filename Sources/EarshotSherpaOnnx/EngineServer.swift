@@ -15,6 +15,15 @@ public final class EngineServer: @unchecked Sendable {
     private var objects: [String: AnyObject] = [:]
     private var queues: [String: DispatchQueue] = [:]
 
+    /// The engine process's mmap threshold (`MemoryReclaim.keepLargeBlocksReturnable(above:)`):
+    /// 4 MiB. On every step sherpa-onnx's detector copies the speech segment so far into a new
+    /// vector (≤ ``EngineVADLoad/maxBufferSeconds`` × 64 KB/s, 2.4 MiB); under earshotd's 128 KiB
+    /// threshold each copy was a fresh mapping, faulted in page by page and unmapped again, so a
+    /// step cost more the longer the speech went on (a 6 s utterance's steps: 52 ms, 21–31 ms with
+    /// the copies on the heap). ONNX Runtime's model weights and arena chunks are larger and stay
+    /// mapped, so unloading one of several models still gives its memory back.
+    public static let mmapThreshold = 4 << 20
+
     public init(fd: Int32) {
         link = BlockingFrameLink(fd: fd, limits: EngineLink.limits)
     }

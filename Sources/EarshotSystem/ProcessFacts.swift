@@ -67,10 +67,18 @@ public enum MemoryReclaim {
     /// raises its mmap threshold to the largest block freed (up to 32 MiB), so after ONNX Runtime
     /// frees its first big buffers, later ones come from thread arenas, whose free top `malloc_trim`
     /// never returns: 75–110 MiB stayed anonymous after a model was unloaded. A fixed 128 KiB
-    /// threshold maps such blocks separately, so freeing them gives them back at once.
-    public static func keepLargeBlocksReturnable() { _ = fixedThreshold }
+    /// threshold maps such blocks separately, so freeing them gives them back at once. Blocks of
+    /// `bytes` or more are mapped (the default suits earshotd; the engine process passes a larger
+    /// one, see `EngineServer.mmapThreshold`), and an arena keeps up to as much free at its top
+    /// before giving it back, so a block freed and allocated again is not faulted in again
+    /// (`afterRelease()`'s trim returns it all); calling it again sets both again.
+    public static func keepLargeBlocksReturnable(above bytes: Int = defaultThreshold) {
+        _ = mallopt(M_MMAP_THRESHOLD, Int32(bytes))
+        _ = mallopt(M_TRIM_THRESHOLD, Int32(bytes))
+    }
 
-    private static let fixedThreshold: Void = { _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024) }()
+    /// earshotd's threshold: 128 KiB, glibc's initial one, kept from rising.
+    public static let defaultThreshold = 128 << 10
 
     /// Call after freeing a large engine object.
     public static func afterRelease() {

@@ -47,8 +47,13 @@ public struct EngineVADLoad: WireEvent, Hashable {
     public var maxSpeechDuration: Double
     public var windowSize: Int
     public var sampleRate: Int
-    /// Seconds of audio sherpa-onnx's detector buffers.
+    /// Seconds of audio sherpa-onnx's detector buffers (at most ``maxBufferSeconds``).
     public var bufferSeconds: Double
+
+    /// The longest buffer the engine accepts: earshotd asks for its hard segment limit plus 4 s
+    /// (≤ 32.5 s). It bounds the segment copy sherpa-onnx makes on every step, which the engine's
+    /// allocator keeps on the heap (`EngineServer.mmapThreshold`).
+    public static let maxBufferSeconds: Double = 40
 
     public init(id: String, object: String, model: String, threshold: Double, minSilenceDuration: Double, minSpeechDuration: Double,
                 maxSpeechDuration: Double, windowSize: Int, sampleRate: Int, bufferSeconds: Double) {

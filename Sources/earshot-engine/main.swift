@@ -14,7 +14,7 @@ guard CommandLine.arguments.count == 1 else {
     exit(2)
 }
 WorkerProcess.closeInheritedDescriptors()
-MemoryReclaim.keepLargeBlocksReturnable()
+MemoryReclaim.keepLargeBlocksReturnable(above: EngineServer.mmapThreshold)
 if let failure = EngineServer(fd: 0).run() {
     FileHandle.standardError.write(Data("earshot-engine: the link to earshotd broke: \(failure)\n".utf8))
     exit(1)

@@ -1,4 +1,5 @@
-import EarshotSpeech
+@testable import EarshotSpeech
+import EarshotWire
 import Foundation
 import Testing
 import TestSupport
@@ -70,6 +71,47 @@ import TestSupport
         #expect(engine.processID != pid)
     }
 
+    /// Regression: sherpa-onnx's detector copies the speech segment so far into a new vector on
+    /// every step. Under earshotd's 128 KiB mmap threshold the engine mapped each copy afresh and
+    /// faulted it in page by page, so a step cost more the longer the speech went on (a 6 s
+    /// utterance's steps 52 ms instead of 21). With the engine's own threshold the copies reuse
+    /// heap memory: 20 s of continuous speech in 0.1 s steps faults in ~1000–1300 pages, not the
+    /// ~35 000 of a mapping per step.
+    @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
+    func detectorStepsInLongSpeechMapNoCopyOfTheSegment() throws {
+        let engine = EngineProcess(executable: EngineProcess.defaultExecutable())
+        let detector = try SileroDetector(configuration: Self.configuration, engine: engine)
+        let pid = try #require(engine.processID)
+        let speech = try SherpaFixture.concatenation(longerThan: 20, silence: 0).samples
+        try detector.accept(Array(speech.prefix(16000))) // the detector's first allocations
+        let before = try Self.minorFaults(of: pid)
+        try detector.accept(Array(speech.dropFirst(16000)))
+        let faults = try Self.minorFaults(of: pid) - before
+        print("[engine] minor page faults over \(speech.count / 16000 - 1) s of detector steps: \(faults)")
+        #expect(faults < 4000, "the engine faulted in \(faults) pages: segment copies are mapped afresh")
+    }
+
+    /// The bound behind that threshold: a detector buffering more than
+    /// `EngineVADLoad.maxBufferSeconds` would copy segments over it, so the engine refuses it.
+    @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
+    func theEngineRefusesADetectorBufferOverItsLimit() throws {
+        let engine = EngineProcess(executable: EngineProcess.defaultExecutable())
+        func load(buffer: Double) throws(SherpaOnnxError) {
+            _ = try engine.load { name throws(SherpaOnnxError) in
+                try EngineObject.frame(EngineVADLoad(
+                    id: "", object: name, model: SileroDetector.Configuration.defaultModelPath, threshold: 0.5,
+                    minSilenceDuration: 0.5, minSpeechDuration: 0.25, maxSpeechDuration: 20, windowSize: 512,
+                    sampleRate: 16000, bufferSeconds: buffer))
+            }
+        }
+        try load(buffer: EngineVADLoad.maxBufferSeconds)
+        #expect {
+            try load(buffer: EngineVADLoad.maxBufferSeconds + 1)
+        } throws: { error in
+            if case .loadFailed = error as? SherpaOnnxError { true } else { false }
+        }
+    }
+
     @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))
     func aMissingEngineExecutableIsATypedError() {
         let engine = EngineProcess(executable: "/nonexistent/earshot-engine")
@@ -86,6 +128,13 @@ import TestSupport
         let found = EngineProcess.defaultExecutable(environment: [:])
         #expect(found.hasSuffix("/earshot-engine"))
         #expect(FileManager.default.isExecutableFile(atPath: found), "swift build builds it beside the test bundle: \(found)")
+    }
+
+    /// A process's minor page faults so far (/proc/PID/stat, the 10th field).
+    static func minorFaults(of pid: pid_t) throws -> Int {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+        return try #require(Int(fields[7]))
     }
 
     static func inode(of fd: Int32) throws -> UInt {

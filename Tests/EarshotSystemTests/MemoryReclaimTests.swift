@@ -1,4 +1,3 @@
-import CMalloc
 import EarshotSystem
 import Foundation
 import Testing
@@ -37,24 +36,6 @@ struct MemoryReclaimTests {
         let reclaimed = ProcessFacts.residentMemory().anonymousBytes
         print("[reclaim] anonymous MiB: before \(before >> 20), after free \(freed >> 20), after reclaim \(reclaimed >> 20)")
         #expect(reclaimed - before < 32 << 20, "freed memory was not given back: \(reclaimed >> 20) MiB anonymous (from \(before >> 20))")
-    }
-
-    /// The engine process raises the threshold (`EngineServer.mmapThreshold`) so that a detector's
-    /// per-step segment copy stays on the heap, while model-sized blocks are still mapped.
-    @Test func aRaisedThresholdKeepsSmallerBlocksOnTheHeapAndMapsLargerOnes() {
-        defer { MemoryReclaim.keepLargeBlocksReturnable() }
-        MemoryReclaim.keepLargeBlocksReturnable(above: 4 << 20)
-        let mapped = mallinfo2().hblks
-        let segmentCopy = malloc(5 << 19)! // 2.5 MiB
-        #expect(mallinfo2().hblks == mapped, "a block under the threshold was mapped")
-        let weights = malloc(8 << 20)!
-        #expect(mallinfo2().hblks == mapped + 1, "a block over the threshold came from the heap")
-        free(weights)
-        MemoryReclaim.keepLargeBlocksReturnable()
-        let small = malloc(5 << 19)!
-        #expect(mallinfo2().hblks == mapped + 1, "earshotd's default maps a 2.5 MiB block")
-        free(small)
-        free(segmentCopy)
     }
 
     private static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {

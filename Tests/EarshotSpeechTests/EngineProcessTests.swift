@@ -74,7 +74,7 @@ import TestSupport
     /// Regression: sherpa-onnx's detector copies the speech segment so far into a new vector on
     /// every step. Under earshotd's 128 KiB mmap threshold the engine mapped each copy afresh and
     /// faulted it in page by page, so a step cost more the longer the speech went on (a 6 s
-    /// utterance's steps 52 ms instead of 21). With the engine's own threshold the copies reuse
+    /// utterance's steps 52 ms instead of 21–31). With the engine's own threshold the copies reuse
     /// heap memory: 20 s of continuous speech in 0.1 s steps faults in ~1000–1300 pages, not the
     /// ~35 000 of a mapping per step.
     @Test(.enabled(if: SherpaFixture.vadAvailable, SherpaFixture.vadMissing))

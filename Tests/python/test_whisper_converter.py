@@ -355,8 +355,9 @@ class WhisperConverterTest(unittest.TestCase):
             (ck, cv), first, second = self.decode_two_steps(kind.replace("decoder", "encoder"), kind)
             L, T2 = DIMS["n_text_layer"], self.T // 2
             self.assertEqual(ck.shape, (L, 1, T2, DIMS["n_text_state"]))
-            cache = (L, 1, DIMS["n_text_ctx"], DIMS["n_text_state"])
-            for out, n in ((first, 3), (second, 1)):
+            # the caches hold the positions decoded so far: 3 after the prompt, 4 after one token
+            for out, n, cached in ((first, 3, 3), (second, 1, 4)):
+                cache = (L, 1, cached, DIMS["n_text_state"])
                 self.assertEqual(out[0].shape, (1, n, len(VOCAB)))
                 self.assertEqual(out[1].shape, cache)
                 self.assertEqual(out[2].shape, cache)
@@ -376,11 +377,42 @@ class WhisperConverterTest(unittest.TestCase):
         k0, v0 = np.zeros(shape), np.zeros(shape)
         ref1 = ref_decoder(self.V, [EOT + 1, EOT + 3, EOT + 6], k0, v0, rk, rv, 0, self.heads)
         ref2 = ref_decoder(self.V, [7], ref1[1], ref1[2], rk, rv, 3, self.heads)
-        for got, ref in ((first, ref1), (second, ref2)):
+        for got, ref, cached in ((first, ref1, 3), (second, ref2, 4)):
             np.testing.assert_allclose(got[0][0], ref[0], rtol=1e-4, atol=1e-4)  # logits
-            np.testing.assert_allclose(got[1][:, 0], ref[1], rtol=1e-4, atol=1e-4)  # self K cache
-            np.testing.assert_allclose(got[2][:, 0], ref[2], rtol=1e-4, atol=1e-4)  # self V cache
+            np.testing.assert_allclose(got[1][:, 0], ref[1][:, :cached], rtol=1e-4, atol=1e-4)  # self K cache
+            np.testing.assert_allclose(got[2][:, 0], ref[2][:, :cached], rtol=1e-4, atol=1e-4)  # self V cache
             np.testing.assert_allclose(got[3][0], ref[3], rtol=1e-4, atol=1e-5)  # alignment heads
+
+    def test_decoder_reads_its_input_cache_only_up_to_offset(self):
+        """sherpa-onnx starts from n_text_ctx positions of zeros and then passes each grown output
+        back: positions at or past `offset` of an input cache must not matter."""
+        for kind in ("decoder", "fp32_decoder"):
+            (ck, cv), first, second = self.decode_two_steps(kind.replace("decoder", "encoder"), kind)
+            rng = np.random.default_rng(7)
+            k, v = (np.concatenate([c, rng.normal(0, 50, c.shape[:2] + (5, c.shape[3])).astype(np.float32)], axis=2)
+                    for c in (first[1], first[2]))
+            padded = self.run_decoder(kind, [7], k, v, ck, cv, 3)
+            for a, b in zip(padded, second):
+                np.testing.assert_array_equal(a, b)
+            garbage = [rng.normal(0, 50, c.shape).astype(np.float32) for c in self.empty_cache()]
+            again = self.run_decoder(kind, [EOT + 1, EOT + 3, EOT + 6], *garbage, ck, cv, 0)
+            for a, b in zip(again, first):
+                np.testing.assert_array_equal(a, b)
+
+    def test_optimized_decoder_copies_neither_all_cross_layers_nor_a_whole_cache(self):
+        """The two per-step copies this layout removed (regression guards, checked on the graph
+        ONNX Runtime actually runs): a Split of every layer's cross-attention K/V, which ORT's
+        Gather fusion made of constant-index Gathers, and a ScatterND into a fixed-size cache."""
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        so.optimized_model_filepath = os.path.join(self.tmp.name, "decoder-optimized.onnx")
+        ort.InferenceSession(self.out["decoder"], so, providers=["CPUExecutionProvider"])
+        graph = onnx.load(so.optimized_model_filepath).graph
+        ops = [n.op_type for n in graph.node]
+        self.assertNotIn("ScatterND", ops)
+        cross = [n for n in graph.node if set(n.input) & {"n_layer_cross_k", "n_layer_cross_v"}]
+        self.assertEqual(sorted({n.op_type for n in cross}), ["Gather"])
+        self.assertEqual(len(cross), 2 * DIMS["n_text_layer"])
 
     def test_int8_close_to_fp32(self):
         (ck32, cv32), f32a, f32b = self.decode_two_steps("fp32_encoder", "fp32_decoder")

@@ -3,8 +3,8 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Issue 10, item 2, through the daemon with `BatchThreads=1` (off by default since recordings
-/// decode in windows, where the copy gains little for a second model's memory).
+/// Issue 10, item 2, through the daemon with `BatchThreads=1` (the default since session 7; set
+/// here so the suite tests the copy whatever the default).
 @Suite(.serialized, .speechDaemon(config: "[Analysis]\nBatchThreads=1\n", modules: ["transcriber"]), .enabled(if: SpeechFixtures.whisperAvailable, SpeechFixtures.whisperMissing))
 struct BatchLanesDaemonTests {
     /// Issue 10, item 2: a recording sent at once decodes its segments side by side, one per core;

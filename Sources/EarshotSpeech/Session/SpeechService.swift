@@ -25,7 +25,7 @@ public struct SpeechSettings: Sendable {
     public var recordingWindowSeconds: Double
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
-                inferenceThreads: Int = 2, batchThreads: Int = 0, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
+                inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
                 recordingWindowSeconds: Double = 20) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard

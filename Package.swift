@@ -42,6 +42,8 @@ let package = Package(
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
         // glibc's <malloc.h> (part of libc; nothing to link).
         .systemLibrary(name: "CMalloc"),
+        // The engine process's `sincos`: libm's values, cached for sherpa-onnx's Whisper front end.
+        .target(name: "CSincosCache"),
 
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
@@ -56,7 +58,7 @@ let package = Package(
             "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CEspeakNG",
         ], exclude: ["README.md"]),
         // The engine process's side: sherpa-onnx (and so ONNX Runtime) is linked only here.
-        .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotSystem", "CSherpaOnnx"], exclude: ["README.md"]),
+        .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotSystem", "CSherpaOnnx", "CSincosCache"], exclude: ["README.md"]),
         .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
@@ -77,6 +79,7 @@ let package = Package(
         .executableTarget(name: "speech-bench", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotWire", "EarshotSystem", "TestSupport"], path: "Benchmarks/speech-bench"),
 
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
+        .testTarget(name: "CSincosCacheTests", dependencies: ["CSincosCache"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),

@@ -17,4 +17,19 @@ import TestSupport
         #expect(try await clientSymbols("earshot") > 0, "the check finds the client library where it is linked")
         #expect(try await clientSymbols("earshotd") == 0)
     }
+
+    /// The engine process defines `sincos` in its dynamic symbol table, so sherpa-onnx's Whisper
+    /// front end (whose FFT calls sincos ~10 000 times a frame) binds to the cache (CSincosCache)
+    /// instead of libm's; earshotd, which links no engine, does not carry it.
+    @Test func theEngineInterposesItsSincosCacheAndTheDaemonDoesNot() async throws {
+        let directory = try TempDirectory("eslayer")
+        defer { directory.remove() }
+        func definesSincos(_ product: String) async throws -> Bool {
+            let run = try await ChildProcess.run("/usr/bin/nm", ["-D", "--defined-only", BuiltProducts.path(product)], in: directory, timeout: .seconds(120))
+            try #require(run.status == 0, "nm -D \(product): \(run.stderr)")
+            return run.stdout.split(separator: "\n").contains { $0.hasSuffix(" T sincos") }
+        }
+        #expect(try await definesSincos("earshot-engine"))
+        #expect(try await definesSincos("earshotd") == false)
+    }
 }

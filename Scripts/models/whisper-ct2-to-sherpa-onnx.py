@@ -6,8 +6,11 @@ config.json), as shipped by faster-whisper style packages.  Output, in OUT_DIR:
 
   PREFIX-encoder.int8.onnx
       input   mel                      (N, n_mels, T)              float32
-      outputs n_layer_cross_k          (n_text_layer, N, T/2, n_text_state)
-              n_layer_cross_v          (n_text_layer, N, T/2, n_text_state)
+      outputs n_layer_cross_k          (n_text_layer, N, n_text_state, T/2)
+                                       each layer's K transposed: head h's rows at h*d_head
+              n_layer_cross_v          (n_text_layer, N, n_text_head * T/2, d_head)
+                                       each layer's V by head: head h's T/2 rows at h*T/2
+      (sherpa-onnx passes both to the decoder as they are and never reads their shape)
       metadata: every key sherpa-onnx's OfflineWhisperModel reads (n_mels, n_text_*, sot, eot,
       sot_sequence, all_language_tokens/codes, no_timestamps, ...) plus the token-timestamp keys
       n_alignment_heads and alignment_heads ("layer:head,...") and version "2".
@@ -47,14 +50,19 @@ per-channel scales) and, on top of that:
     would otherwise set the dynamic uint8 scale of the whole fc2 input);
   * conv kernels and positional embeddings are stored as float16 (the CT2 source is float16, so
     this is lossless) and cast to float32 in the graph;
-  * decoder cross-attention reads K/V in their stored (N, T, D) layout through a block-diagonal
-    query matrix (no per-step transposes of the 1500-frame K/V), each layer's gathered just before
-    it is used (a runtime index keeps ONNX Runtime from fusing them into one up-front Split);
+  * the encoder writes the cross-attention K/V already split by head (K transposed), so each
+    decoder step multiplies every head's query with its own K and V (no per-step transposes of
+    the 1500-frame K/V, and none of the head-count-times larger products a block-diagonal query
+    matrix over the stored (N, T, D) layout computed); each layer's K/V is gathered just before it
+    is used (a runtime index keeps ONNX Runtime from fusing them into one up-front Split);
   * the self-attention caches hold only the positions decoded so far and grow by the new tokens
     (sherpa-onnx's first input, n_text_ctx positions of zeros, is read up to `offset` = 0 only),
     instead of a fixed n_text_ctx cache copied whole by ScatterND on every step.
-  Both measured: the same tokens, timestamps and durations as before on LibriVox; a decoder
-  step 10-20 % faster, the five LibriVox decodes ~15 % (tiny.en) and ~20 % (base) (AVX2).
+  The last two measured: the same tokens, timestamps and durations as before on LibriVox; a
+  decoder step 10-20 % faster, the five LibriVox decodes ~15 % (tiny.en) and ~20 % (base) (AVX2).
+  The per-head layout: a decoder step 13-14 % faster at 1710 mel frames and 22-29 % at 3000
+  (tiny.en), 15 % and 23 % (base); the same tiny.en tokens and times, base within rounding
+  (one comma and one final "." of the five utterances differ; no word does).
 
 The output is deterministic: the same input and the same numpy/onnx/onnxruntime versions give
 byte-identical files (intermediate files live in a private temporary directory whose name
@@ -253,25 +261,6 @@ class Graph:
         o = self.op("Transpose", [o], perm=[0, 2, 1, 3])
         return self.op("Reshape", [o, self.i64([0, -1, d_model])])
 
-    def attention_kv_major(self, q, k, v, n_head, d_head, d_model):
-        """Unmasked attention with K and V (N, L, D) consumed in their stored layout.
-
-        q (N, n, D, pre-scaled) is expanded into a block-diagonal (N, D, H*n) matrix, so
-        scores = K @ Q_bd is (N, L, H*n) with column h*n + j = head h, query j.
-        Returns (output (N, n, D), probabilities (N, L, H*n), softmax taken over L)."""
-        eye = self.consts.get("eye")
-        if eye is None:
-            e = np.eye(n_head, dtype=np.float32).reshape(n_head, 1, n_head, 1)
-            eye = self.consts["eye"] = self.init("head_eye", e)
-        q4 = self.op("Reshape", [q, self.i64([0, -1, n_head, d_head])])  # N n H dh
-        qt = self.op("Unsqueeze", [self.op("Transpose", [q4], perm=[0, 2, 3, 1]), self.i64([3])])  # N H dh 1 n
-        qbd = self.op("Reshape", [self.op("Mul", [qt, eye]), self.i64([0, d_model, -1])])  # N D H*n
-        p = self.op("Softmax", [self.op("MatMul", [k, qbd])], axis=1)  # N L H*n
-        o = self.op("MatMul", [self.op("Transpose", [p], perm=[0, 2, 1]), v])  # N H*n D
-        o = self.op("Reshape", [o, self.i64([0, n_head, -1, n_head, d_head])])  # N H' n H dh
-        o = self.op("ReduceSum", [self.op("Mul", [o, eye]), self.i64([1])], keepdims=0)  # N n H dh
-        return self.op("Reshape", [o, self.i64([0, -1, d_model])]), p
-
     def model(self, inputs, outputs, doc, metadata=None):
         graph = helper.make_graph(self.nodes, self.name, inputs, outputs, initializer=self.inits)
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name=PRODUCER)
@@ -296,6 +285,16 @@ def fused_qkv(V, prefix, d_model, scale):
 # ---------------------------------------------------------------------------------------------
 # Encoder: conv stem + transformer + every decoder layer's cross-attention K/V
 # ---------------------------------------------------------------------------------------------
+def cross_k_shape(dims):
+    """n_layer_cross_k: each layer's K transposed, (L, N, D, T/2); head h is rows h*dh .. h*dh + dh."""
+    return [dims["n_text_layer"], "n_audio", dims["n_text_state"], "T2"]
+
+
+def cross_v_shape(dims):
+    """n_layer_cross_v: each layer's V by head, (L, N, H*T/2, dh); head h is rows h*T/2 ..."""
+    return [dims["n_text_layer"], "n_audio", "HT2", dims["n_text_state"] // dims["n_text_head"]]
+
+
 def build_encoder(V, dims, metadata, half_storage):
     D, n_head = dims["n_audio_state"], dims["n_audio_head"]
     d_head = D // n_head
@@ -324,20 +323,22 @@ def build_encoder(V, dims, metadata, half_storage):
     x = g.layer_norm(x, V["encoder/layer_norm/gamma"], V["encoder/layer_norm/beta"], "enc.ln_post")
 
     # cross-attention K/V of all decoder layers in one MatMul: columns [k_0 | v_0 | k_1 | v_1 | ...]
-    # (CT2 stores each layer's cross K,V fused as attention/linear_1)
-    L, Dt = dims["n_text_layer"], dims["n_text_state"]
+    # (CT2 stores each layer's cross K,V fused as attention/linear_1), then split by head once here
+    # so the decoder's steps need no transposes: K as (L, N, D, T/2), V as (L, N, H*T/2, dh)
+    L, Dt, Ht = dims["n_text_layer"], dims["n_text_state"], dims["n_text_head"]
+    dht = Dt // Ht
     wkv = np.concatenate([f32(V[f"decoder/layer_{i}/attention/linear_1/weight"]) for i in range(L)], axis=0)
     bkv = np.concatenate([f32(V[f"decoder/layer_{i}/attention/linear_1/bias"]) for i in range(L)], axis=0)
-    kv = g.op("Reshape", [g.linear(x, wkv, bkv, "dec.cross_kv"), g.i64([0, 0, L, 2, Dt])])
-    kv = g.op("Transpose", [kv], perm=[3, 2, 0, 1, 4])  # 2, L, N, T/2, D
-    g.op("Gather", [kv, g.i64(0)], out="n_layer_cross_k", axis=0)
-    g.op("Gather", [kv, g.i64(1)], out="n_layer_cross_v", axis=0)
+    kv = g.op("Reshape", [g.linear(x, wkv, bkv, "dec.cross_kv"), g.i64([0, 0, L, 2, Ht, dht])])  # N, T/2, L, 2, H, dh
+    k = g.op("Transpose", [g.op("Gather", [kv, g.i64(0)], axis=3)], perm=[2, 0, 3, 4, 1])  # L, N, H, dh, T/2
+    g.op("Reshape", [k, g.i64([L, 0, Dt, -1])], out="n_layer_cross_k")
+    v = g.op("Transpose", [g.op("Gather", [kv, g.i64(1)], axis=3)], perm=[2, 0, 3, 1, 4])  # L, N, H, T/2, dh
+    g.op("Reshape", [v, g.i64([L, 0, -1, dht])], out="n_layer_cross_v")
 
-    cross_shape = [L, "n_audio", "T2", Dt]
     return g.model(
         [helper.make_tensor_value_info("mel", TensorProto.FLOAT, ["n_audio", dims["n_mels"], "T"])],
-        [helper.make_tensor_value_info("n_layer_cross_k", TensorProto.FLOAT, cross_shape),
-         helper.make_tensor_value_info("n_layer_cross_v", TensorProto.FLOAT, cross_shape)],
+        [helper.make_tensor_value_info("n_layer_cross_k", TensorProto.FLOAT, cross_k_shape(dims)),
+         helper.make_tensor_value_info("n_layer_cross_v", TensorProto.FLOAT, cross_v_shape(dims))],
         "Whisper encoder (converted from CTranslate2 weights)",
         metadata,
     )
@@ -393,7 +394,7 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
     heads_of_layer = {}
     for layer, head in alignment_heads:
         heads_of_layer.setdefault(layer, []).append(head)
-    align = []  # per alignment layer: (N, T/2, heads of that layer, n)
+    align = []  # per alignment layer: (N, heads of that layer, n, T/2)
 
     grown_k, grown_v = [], []
     for i in range(L):
@@ -417,10 +418,14 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
         layer = g.op("Add", [zero, g.i64(i)])
         ck = g.op("Gather", ["n_layer_cross_k", layer], axis=0)
         cv = g.op("Gather", ["n_layer_cross_v", layer], axis=0)
-        a, probs = g.attention_kv_major(q, ck, cv, n_head, d_head, D)
+        kh = g.op("Reshape", [ck, g.i64([0, n_head, d_head, -1])])  # N, H, dh, T/2
+        vh = g.op("Reshape", [cv, g.i64([0, n_head, -1, d_head])])  # N, H, T/2, dh
+        qh = g.split_heads(q, n_head, d_head, [0, 2, 1, 3])  # N, H, n, dh
+        probs = g.op("Softmax", [g.op("MatMul", [qh, kh])], axis=-1)  # N, H, n, T/2
+        a = g.op("Transpose", [g.op("MatMul", [probs, vh])], perm=[0, 2, 1, 3])  # N, n, H, dh
+        a = g.op("Reshape", [a, g.i64([0, -1, D])])
         if i in heads_of_layer:
-            by_head = g.op("Reshape", [probs, g.i64([0, 0, n_head, -1])])  # N, T/2, H, n
-            align.append(g.op("Gather", [by_head, g.i64(heads_of_layer[i])], axis=2))
+            align.append(g.op("Gather", [probs, g.i64(heads_of_layer[i])], axis=1))  # N, heads, n, T/2
         a = g.linear(a, V[p + "attention/linear_2/weight"], V[p + "attention/linear_2/bias"], f"dec{i}.cross.out")
         x = g.op("Add", [x, a])
         x = g.mlp_block(x, V, p, f"dec{i}", n_outlier=FC2_OUTLIERS if int8_embedding else 0)
@@ -442,18 +447,17 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
     # (A fixed n_text_ctx cache updated in place by ScatterND copied all 448 positions per step.)
     g.op("Concat", grown_k, axis=0, out="out_n_layer_self_k_cache")
     g.op("Concat", grown_v, axis=0, out="out_n_layer_self_v_cache")
-    heads = align[0] if len(align) == 1 else g.op("Concat", align, axis=2)
-    g.op("Transpose", [heads], out="cross_attention_weights", perm=[0, 2, 3, 1])  # N, heads, n, T/2
+    g.op("Identity" if len(align) == 1 else "Concat", align, out="cross_attention_weights",
+         **({} if len(align) == 1 else {"axis": 1}))
 
     cache_in_shape = [L, "n_audio", "n_cached", D]
     cache_out_shape = [L, "n_audio", "n_cached_out", D]
-    cross_shape = [L, "n_audio", "T2", D]
     return g.model(
         [helper.make_tensor_value_info("tokens", TensorProto.INT64, ["n_audio", "n_tokens"]),
          helper.make_tensor_value_info("in_n_layer_self_k_cache", TensorProto.FLOAT, cache_in_shape),
          helper.make_tensor_value_info("in_n_layer_self_v_cache", TensorProto.FLOAT, cache_in_shape),
-         helper.make_tensor_value_info("n_layer_cross_k", TensorProto.FLOAT, cross_shape),
-         helper.make_tensor_value_info("n_layer_cross_v", TensorProto.FLOAT, cross_shape),
+         helper.make_tensor_value_info("n_layer_cross_k", TensorProto.FLOAT, cross_k_shape(dims)),
+         helper.make_tensor_value_info("n_layer_cross_v", TensorProto.FLOAT, cross_v_shape(dims)),
          helper.make_tensor_value_info("offset", TensorProto.INT64, [1])],
         # sherpa-onnx binds the outputs by position: the attention weights must be the 4th
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n_audio", "n_tokens", dims["n_vocab"]]),

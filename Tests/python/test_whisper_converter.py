@@ -354,7 +354,9 @@ class WhisperConverterTest(unittest.TestCase):
                                      "cross_attention_weights"])
             (ck, cv), first, second = self.decode_two_steps(kind.replace("decoder", "encoder"), kind)
             L, T2 = DIMS["n_text_layer"], self.T // 2
-            self.assertEqual(ck.shape, (L, 1, T2, DIMS["n_text_state"]))
+            H, D = DIMS["n_text_head"], DIMS["n_text_state"]
+            self.assertEqual(ck.shape, (L, 1, D, T2))  # K transposed
+            self.assertEqual(cv.shape, (L, 1, H * T2, D // H))  # V by head
             # the caches hold the positions decoded so far: 3 after the prompt, 4 after one token
             for out, n, cached in ((first, 3, 3), (second, 1, 4)):
                 cache = (L, 1, cached, DIMS["n_text_state"])
@@ -370,8 +372,11 @@ class WhisperConverterTest(unittest.TestCase):
     def test_fp32_graphs_match_numpy_reference(self):
         (ck, cv), first, second = self.decode_two_steps("fp32_encoder", "fp32_decoder")
         rk, rv = ref_encoder(self.V, self.mel[0].astype(np.float64))
-        np.testing.assert_allclose(ck[:, 0], rk, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(cv[:, 0], rv, rtol=1e-4, atol=1e-4)
+        L, T2, D = rk.shape
+        H = DIMS["n_text_head"]
+        np.testing.assert_allclose(ck[:, 0], rk.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
+        by_head = rv.reshape(L, T2, H, D // H).transpose(0, 2, 1, 3).reshape(L, H * T2, D // H)
+        np.testing.assert_allclose(cv[:, 0], by_head, rtol=1e-4, atol=1e-4)
 
         shape = (DIMS["n_text_layer"], DIMS["n_text_ctx"], DIMS["n_text_state"])
         k0, v0 = np.zeros(shape), np.zeros(shape)
@@ -400,19 +405,32 @@ class WhisperConverterTest(unittest.TestCase):
                 np.testing.assert_array_equal(a, b)
 
     def test_optimized_decoder_copies_neither_all_cross_layers_nor_a_whole_cache(self):
-        """The two per-step copies this layout removed (regression guards, checked on the graph
-        ONNX Runtime actually runs): a Split of every layer's cross-attention K/V, which ORT's
-        Gather fusion made of constant-index Gathers, and a ScatterND into a fixed-size cache."""
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-        so.optimized_model_filepath = os.path.join(self.tmp.name, "decoder-optimized.onnx")
-        ort.InferenceSession(self.out["decoder"], so, providers=["CPUExecutionProvider"])
-        graph = onnx.load(so.optimized_model_filepath).graph
+        """The per-step work this layout removed (regression guards, checked on the graph ONNX
+        Runtime actually runs): a Split of every layer's cross-attention K/V, which ORT's Gather
+        fusion made of constant-index Gathers, and a ScatterND into a fixed-size cache."""
+        graph = self.optimized_decoder()
         ops = [n.op_type for n in graph.node]
         self.assertNotIn("ScatterND", ops)
         cross = [n for n in graph.node if set(n.input) & {"n_layer_cross_k", "n_layer_cross_v"}]
         self.assertEqual(sorted({n.op_type for n in cross}), ["Gather"])
         self.assertEqual(len(cross), 2 * DIMS["n_text_layer"])
+
+    def test_cross_attention_multiplies_each_head_only_with_its_own_keys_and_values(self):
+        """The encoder writes K/V split by head, so a step's cross attention is one product per
+        head; the block-diagonal query matrix it replaced computed every head against all of D
+        (n_text_head times the work) and took the result apart with an identity Mul and a
+        ReduceSum."""
+        graph = self.optimized_decoder()
+        self.assertNotIn("ReduceSum", [n.op_type for n in graph.node])
+        self.assertNotIn("head_eye", {i.name for i in graph.initializer})
+
+    def optimized_decoder(self):
+        """The int8 decoder as ONNX Runtime optimizes it before running it."""
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        so.optimized_model_filepath = os.path.join(self.tmp.name, "decoder-optimized.onnx")
+        ort.InferenceSession(self.out["decoder"], so, providers=["CPUExecutionProvider"])
+        return onnx.load(so.optimized_model_filepath).graph
 
     def test_int8_close_to_fp32(self):
         (ck32, cv32), f32a, f32b = self.decode_two_steps("fp32_encoder", "fp32_decoder")

@@ -31,7 +31,7 @@ public enum DaemonEndpoint {
     /// configured service user — `$EARSHOT_DAEMON_USER` (a name or a uid), else `earshot` (the
     /// system daemon's user, from sysusers.d), when it exists. Looks users up through NSS: blocking.
     public static func trustedUIDs(environment: [String: String]) -> Set<UInt32> {
-        var uids: Set<UInt32> = [0, getuid(), geteuid()]
+        var uids = ownUIDs
         let name = environment["EARSHOT_DAEMON_USER"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultServiceUser
         if let uid = UInt32(name) {
             uids.insert(uid)
@@ -39,6 +39,16 @@ public enum DaemonEndpoint {
             uids.insert(uid)
         }
         return uids
+    }
+
+    /// Root and this process's own uids: trusted without a look-up.
+    static var ownUIDs: Set<UInt32> { [0, getuid(), geteuid()] }
+
+    /// Whether a daemon running as `uid` is trusted. Root's and this user's own daemons are known
+    /// without asking NSS (which may load modules and query systemd-userdb: milliseconds at every
+    /// connection); only another uid is looked up as the service user.
+    public static func isTrusted(uid: UInt32, environment: [String: String]) -> Bool {
+        ownUIDs.contains(uid) || trustedUIDs(environment: environment).contains(uid)
     }
 
     /// Connects to the daemon at `path` and returns the connected, non-blocking fd. With
@@ -59,7 +69,7 @@ public enum DaemonEndpoint {
             close(fd)
             throw .unreachable(error)
         }
-        guard trustedUIDs(environment: environment).contains(peer.uid) else {
+        guard isTrusted(uid: peer.uid, environment: environment) else {
             close(fd)
             throw .untrustedPeer(path: path, uid: peer.uid)
         }

@@ -27,32 +27,57 @@ struct DeferredUses: Sendable {
 }
 
 extension AssetService {
-    /// Notes that a session uses `asset` now and writes every pending use; a failure to write is
-    /// logged (once) and retried later, never thrown: the session goes on.
-    func recordUse(of asset: CatalogAsset, at now: Double) async {
+    /// Notes that a session uses `asset` now; the write runs in the background
+    /// (``scheduleDeferredWrite()``), so the session never waits for the state disk.
+    func recordUse(of asset: CatalogAsset, at now: Double) {
         deferredUses.assets[DeferredUses.Asset(id: asset.id, version: asset.version)] = now
-        await writeDeferredUsesLogging()
+        scheduleDeferredWrite()
     }
 
     /// Notes that `client` used its reservations of `locales` now (expiry counts from the last use),
     /// as ``recordUse(of:at:)``.
-    func recordUse(ofReservations locales: [String], for client: ClientIdentity, at now: Double) async {
+    func recordUse(ofReservations locales: [String], for client: ClientIdentity, at now: Double) {
         let tags = Set(locales.compactMap { catalogLocale(serving: $0) ?? LocaleTag($0)?.description })
         for locale in tags {
             deferredUses.reservations[DeferredUses.Reservation(uid: client.uid, appID: client.appID, locale: locale)] = now
         }
-        await writeDeferredUsesLogging()
+        scheduleDeferredWrite()
     }
 
-    private func writeDeferredUsesLogging() async {
+    /// Starts writing the pending uses unless a write is under way (it writes what is noted
+    /// meanwhile before it ends). A failed write leaves them pending, logged once, for the next
+    /// use, GC or shutdown to retry.
+    private func scheduleDeferredWrite() {
+        guard deferredWrite == nil else { return }
+        deferredWrite = Task {
+            while !deferredUses.isEmpty, await writeDeferredUsesLogging() {}
+            deferredWrite = nil
+        }
+    }
+
+    /// Waits for a background write of uses under way, so what is read next includes them.
+    func settleDeferredUses() async {
+        await deferredWrite?.value
+    }
+
+    /// Writes the pending uses; false (logged once) when the database refuses.
+    private func writeDeferredUsesLogging() async -> Bool {
         do {
             try await writeDeferredUses()
+            return true
         } catch {
-            guard !deferredUses.failureLogged else { return }
+            guard !deferredUses.failureLogged else { return false }
             deferredUses.failureLogged = true
             log("recording asset and reservation use failed (\(error)); sessions go on, the write is retried later and GC waits for it", .warning,
                 ["reason": "\(error)"])
+            return false
         }
+    }
+
+    /// Writes what is pending before the service stops (a failure is logged, as for any write).
+    func flushDeferredUses() async {
+        await settleDeferredUses()
+        _ = await writeDeferredUsesLogging()
     }
 
     /// Writes every pending use in one transaction (only ever moving `last_used` forward); throws

@@ -46,7 +46,7 @@ extension AssetService {
             }
             let lease = AssetLease(token: UUID(), entry: installed.entry, path: installed.path)
             leases[lease.key, default: 0] += 1
-            await recordUse(of: installed.entry, at: clock.wallTime())
+            recordUse(of: installed.entry, at: clock.wallTime())
             return lease
         }
     }

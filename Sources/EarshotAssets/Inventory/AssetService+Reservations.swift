@@ -25,7 +25,7 @@ extension AssetService {
         let now = clock.wallTime()
         let held = Set(try await reservations(of: client).map(\.locale))
         if canonical.allSatisfy(held.contains) {
-            await recordUse(ofReservations: canonical, for: client, at: now)
+            recordUse(ofReservations: canonical, for: client, at: now)
             return []
         }
         let maximum = maximumReservedLocales(appID: client.appID)
@@ -77,7 +77,8 @@ extension AssetService {
 
     /// Reservations of `client`, or everyone's when `client` is nil.
     public func reservations(of client: ClientIdentity?) async throws -> [ReservationInfo] {
-        try await database.read { db in
+        await settleDeferredUses()
+        return try await database.read { db in
             let rows = if let client {
                 try db.execute("SELECT uid, app_id, locale, created, last_used FROM reservations WHERE uid = ? AND app_id = ? ORDER BY locale", [.int(Int64(client.uid)), .text(client.appID)])
             } else {
@@ -110,7 +111,7 @@ extension AssetService {
 extension AssetService {
     /// A session of `client` uses `modules`: their reservations count as used now (expiry). Never
     /// waits for or fails on the database (``DeferredUses``).
-    public func noteUse(of modules: [ModuleConfiguration], by client: ClientIdentity) async {
-        await recordUse(ofReservations: modules.compactMap(\.locale), for: client, at: clock.wallTime())
+    public func noteUse(of modules: [ModuleConfiguration], by client: ClientIdentity) {
+        recordUse(ofReservations: modules.compactMap(\.locale), for: client, at: clock.wallTime())
     }
 }

@@ -112,6 +112,8 @@ public actor AssetService {
     var leases: [String: Int] = [:]
     /// Uses not written to the state database yet (a full disk): ``DeferredUses``.
     var deferredUses = DeferredUses()
+    /// The background write of ``deferredUses`` under way, if any.
+    var deferredWrite: Task<Void, Never>?
     /// Set by ``shutdown()``: interrupted jobs keep their rows so the next start resumes them.
     var shuttingDown = false
     let jobQueue: AsyncStream<InstallJob>
@@ -212,11 +214,13 @@ public actor AssetService {
         }
     }
 
-    /// Stops taking jobs (``run()`` returns once running jobs end; partial downloads stay).
-    public func shutdown() {
+    /// Stops taking jobs (``run()`` returns once running jobs end; partial downloads stay) and
+    /// writes the uses still pending (``DeferredUses``).
+    public func shutdown() async {
         shuttingDown = true
         for job in jobs.values { job.cancel() }
         jobSubmitter.finish()
+        await flushDeferredUses()
     }
 
     func reloadKeys() {
@@ -334,7 +338,8 @@ public actor AssetService {
 
     /// Every installed asset version.
     public func installedAssets() async throws -> [InstalledAsset] {
-        try await database.read { [settings] db in
+        await settleDeferredUses()
+        return try await database.read { [settings] db in
             try db.execute("SELECT entry, path, bytes, current, installed_at, last_used, unneeded_since FROM installed_assets ORDER BY id, version").map { row in
                 guard let json = row[0].blob, let entry = try? JSONDecoder().decode(CatalogAsset.self, from: Data(json)) else {
                     throw AssetError.inconsistentState("unreadable installed_assets entry")

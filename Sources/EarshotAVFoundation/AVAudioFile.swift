@@ -1,5 +1,8 @@
 import EarshotAudio
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An audio file open for reading (AVFoundation's `AVAudioFile`), decoded by libsndfile (WAV,
 /// FLAC, Ogg/Vorbis, Opus, MP3, AIFF, …) or, for containers it does not read (m4a/AAC, mp4,
@@ -32,8 +35,12 @@ public final class AVAudioFile: @unchecked Sendable {
     }
 
     /// libsndfile first; FFmpeg for what libsndfile cannot open (keeping libsndfile's reason when
-    /// FFmpeg cannot open it either).
+    /// FFmpeg cannot open it either). A file the system cannot open at all (missing, no permission)
+    /// is that error, without loading FFmpeg's libraries to try it again.
     private static func open(_ path: String) throws(AudioError) -> any PCMFileSource {
+        let probe = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard probe >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        close(probe)
         do {
             return try AudioFileReader(path: path)
         } catch .unreadable(_, let reason) {

@@ -77,6 +77,23 @@ struct AppleListingTests {
         #expect(aac.loaded.contains { $0.contains("file=libavformat.so.") && $0.contains("dynamically loaded") }, "\(aac.loaded)")
     }
 
+    /// Regression: `earshot transcribe` of a file that does not exist loaded FFmpeg's libraries to
+    /// try it a second time after libsndfile failed (70 ms instead of 30 for the error), and said
+    /// "System error : No such file or directory.". Now the system's reason comes at once.
+    @Test func aMissingFileIsReportedWithoutLoadingFFmpeg() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("esport")
+        defer { directory.remove() }
+        let missing = directory.file("missing.wav")
+        let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try #require(Porting.daemon).socket, "transcribe", missing],
+                                             environment: ["LD_DEBUG": "files"], in: directory, timeout: .seconds(60))
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("\(missing): cannot read audio from \(missing): No such file or directory"), "\(run.stderr.suffix(2000))")
+        #expect(!run.stderr.contains("file=libavformat"), "a missing file loaded FFmpeg")
+        let error = #expect(throws: (any Error).self) { try AVAudioFile(forReading: URL(fileURLWithPath: missing)) }
+        #expect(error.map { "\($0)" } == "cannot read audio from \(missing): No such file or directory")
+    }
+
     /// A video with no audio track is refused with a message saying so — by AVAudioFile, the
     /// asset provider and `earshot transcribe` — instead of transcribing silence.
     @Test func videoWithoutAudioIsRefusedClearly() async throws {

@@ -25,8 +25,8 @@ let package = Package(
         systemLibrary("CSndfile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         // FFmpeg for containers libsndfile does not read (client side only: the daemon never links it).
-        // libpulse's simple API: microphone capture through PulseAudio or PipeWire (client side
-        // only). No pkg-config: its flags (-pthread, -D_REENTRANT) are ones SwiftPM refuses.
+        // libpulse: microphone capture and the source list through PulseAudio or PipeWire (client
+        // side only). Headers only: shim.h opens it with dlopen when a client first needs it.
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         // Headers only, no pkg-config (it would link -lavformat): shim.h opens FFmpeg with dlopen
         // when a file first needs it, so clients do not load its ~270 libraries at every start.

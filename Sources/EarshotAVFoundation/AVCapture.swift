@@ -125,29 +125,32 @@ public final class AVCaptureAudioDataOutput: Sendable {
 package final class SoundServerRecorder {
     package let format: AVAudioFormat
     private let stream: OpaquePointer
+    private let pa: earshot_pulse
 
     /// Connects to the sound server (`$PULSE_SERVER`, else the default) and records `device` as
     /// 16-bit PCM at `format`'s rate and channels; the server converts. Throws
     /// ``AudioError/unreadable(path:reason:)`` naming the server's reason.
     package init(device: AVCaptureDevice, format: AVAudioFormat, application: String) throws(AudioError) {
+        let pa = try Pulse.api()
         var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(format.sampleRate), channels: UInt8(format.channelCount))
         var error: Int32 = 0
         let source = device.uniqueID.isEmpty ? nil : device.uniqueID
-        guard let stream = pa_simple_new(nil, application, PA_STREAM_RECORD, source, "speech", &spec, nil, nil, &error) else {
-            throw .unreadable(path: device.uniqueID.isEmpty ? "the default sound source" : device.uniqueID, reason: String(cString: pa_strerror(error)))
+        guard let stream = pa.pa_simple_new(nil, application, PA_STREAM_RECORD, source, "speech", &spec, nil, nil, &error) else {
+            throw .unreadable(path: device.uniqueID.isEmpty ? "the default sound source" : device.uniqueID, reason: Pulse.message(pa, error))
         }
         self.format = format
         self.stream = stream
+        self.pa = pa
     }
 
-    deinit { pa_simple_free(stream) }
+    deinit { pa.pa_simple_free(stream) }
 
     /// The next `frames` frames as interleaved Float32 samples (waits until they are recorded).
     package func read(frames: Int) throws(AudioError) -> [Float] {
         var bytes = [UInt8](repeating: 0, count: frames * Int(format.channelCount) * 2)
         var error: Int32 = 0
-        let status = bytes.withUnsafeMutableBytes { pa_simple_read(stream, $0.baseAddress, $0.count, &error) }
-        guard status == 0 else { throw .unreadable(path: "the sound source", reason: String(cString: pa_strerror(error))) }
+        let status = bytes.withUnsafeMutableBytes { pa.pa_simple_read(stream, $0.baseAddress, $0.count, &error) }
+        guard status == 0 else { throw .unreadable(path: "the sound source", reason: Pulse.message(pa, error)) }
         return try PCM.floats(fromLittleEndian: bytes, width: 2)
     }
 }

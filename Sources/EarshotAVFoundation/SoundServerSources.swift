@@ -13,6 +13,29 @@ package struct SoundServerSource: Sendable, Hashable {
     package var isDefault: Bool
 }
 
+/// libpulse's entry points, opened once when a client first records or lists sources (`CPulse`
+/// opens the libraries with dlopen rather than linking them: see its shim.h).
+enum Pulse {
+    /// The loaded entry points, or why libpulse cannot be used (it is not installed).
+    static let loaded: Result<earshot_pulse, AudioError> = {
+        let api = UnsafeMutablePointer<earshot_pulse>.allocate(capacity: 1)
+        defer { api.deallocate() }
+        var reason = [CChar](repeating: 0, count: 512)
+        guard earshot_pulse_load(api, &reason, reason.count) == 0 else {
+            return .failure(.unreadable(path: "the sound server", reason: "libpulse is not available (\(String(cBuffer: reason)))"))
+        }
+        return .success(api.pointee)
+    }()
+
+    /// The entry points; throws ``AudioError/unreadable(path:reason:)`` when libpulse is missing.
+    static func api() throws(AudioError) -> earshot_pulse { try loaded.get() }
+
+    /// libpulse's text for error `code`.
+    static func message(_ pa: earshot_pulse, _ code: Int32) -> String {
+        pa.pa_strerror(code).map { String(cString: $0) } ?? "error \(code)"
+    }
+}
+
 /// Lists the sound server's sources through libpulse's asynchronous API on a private main loop.
 /// Blocking (one round trip to the server, at most ``timeout``): call it on a dedicated thread.
 package enum SoundServerSources {
@@ -22,26 +45,27 @@ package enum SoundServerSources {
     /// The sources of the server `$PULSE_SERVER` names (else the default one); never starts a
     /// server. Throws ``AudioError/unreadable(path:reason:)`` with the server's reason.
     package static func list(application: String) throws(AudioError) -> [SoundServerSource] {
-        guard let mainloop = pa_mainloop_new() else { throw failure("cannot create a main loop") }
-        defer { pa_mainloop_free(mainloop) }
-        guard let context = pa_context_new(pa_mainloop_get_api(mainloop), application) else { throw failure("cannot create a context") }
-        defer { pa_context_unref(context) }
-        guard pa_context_connect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else { throw failure(context) }
-        defer { pa_context_disconnect(context) }
-        let loop = Loop(mainloop: mainloop, context: context, deadline: .now + timeout)
+        let pa = try Pulse.api()
+        guard let mainloop = pa.pa_mainloop_new() else { throw failure("cannot create a main loop") }
+        defer { pa.pa_mainloop_free(mainloop) }
+        guard let context = pa.pa_context_new(pa.pa_mainloop_get_api(mainloop), application) else { throw failure("cannot create a context") }
+        defer { pa.pa_context_unref(context) }
+        guard pa.pa_context_connect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else { throw failure(pa, context) }
+        defer { pa.pa_context_disconnect(context) }
+        let loop = Loop(pa: pa, mainloop: mainloop, context: context, deadline: .now + timeout)
         while true {
-            let state = pa_context_get_state(context)
+            let state = pa.pa_context_get_state(context)
             if state == PA_CONTEXT_READY { break }
-            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw failure(context) }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw failure(pa, context) }
             try loop.iterate()
         }
         let found = Found()
         let userdata = Unmanaged.passUnretained(found).toOpaque()
-        try complete(pa_context_get_server_info(context, { _, info, userdata in
+        try complete(pa.pa_context_get_server_info(context, { _, info, userdata in
             guard let info, let userdata, let name = info.pointee.default_source_name else { return }
             Unmanaged<Found>.fromOpaque(userdata).takeUnretainedValue().defaultSource = String(cString: name)
         }, userdata), loop)
-        try complete(pa_context_get_source_info_list(context, { _, info, last, userdata in
+        try complete(pa.pa_context_get_source_info_list(context, { _, info, last, userdata in
             guard last == 0, let info, let userdata, let name = info.pointee.name else { return }
             let description = info.pointee.description.map { String(cString: $0) } ?? ""
             Unmanaged<Found>.fromOpaque(userdata).takeUnretainedValue().sources.append(
@@ -65,6 +89,7 @@ package enum SoundServerSources {
 
     /// The main loop, run in steps of at most 0.1 s until a deadline.
     private struct Loop {
+        let pa: earshot_pulse
         let mainloop: OpaquePointer
         let context: OpaquePointer
         let deadline: ContinuousClock.Instant
@@ -72,21 +97,21 @@ package enum SoundServerSources {
         /// One pass: waits up to 0.1 s for the server, then dispatches what arrived.
         func iterate() throws(AudioError) {
             guard ContinuousClock.now < deadline else { throw failure("no answer within \(SoundServerSources.timeout)") }
-            guard pa_mainloop_prepare(mainloop, 100_000) >= 0, pa_mainloop_poll(mainloop) >= 0, pa_mainloop_dispatch(mainloop) >= 0 else {
-                throw failure(context)
+            guard pa.pa_mainloop_prepare(mainloop, 100_000) >= 0, pa.pa_mainloop_poll(mainloop) >= 0, pa.pa_mainloop_dispatch(mainloop) >= 0 else {
+                throw failure(pa, context)
             }
         }
     }
 
     /// Runs the main loop until `operation` is done.
     private static func complete(_ operation: OpaquePointer?, _ loop: Loop) throws(AudioError) {
-        guard let operation else { throw failure(loop.context) }
-        defer { pa_operation_unref(operation) }
-        while pa_operation_get_state(operation) == PA_OPERATION_RUNNING { try loop.iterate() }
+        guard let operation else { throw failure(loop.pa, loop.context) }
+        defer { loop.pa.pa_operation_unref(operation) }
+        while loop.pa.pa_operation_get_state(operation) == PA_OPERATION_RUNNING { try loop.iterate() }
     }
 
-    private static func failure(_ context: OpaquePointer) -> AudioError {
-        failure(String(cString: pa_strerror(pa_context_errno(context))))
+    private static func failure(_ pa: earshot_pulse, _ context: OpaquePointer) -> AudioError {
+        failure(Pulse.message(pa, pa.pa_context_errno(context)))
     }
 
     private static func failure(_ reason: String) -> AudioError { .unreadable(path: "the sound server's source list", reason: reason) }

@@ -104,6 +104,26 @@ struct DeviceSelectionTests {
         #expect(listed.filter { $0["default"] as? Bool == true }.compactMap { $0["name"] as? String } == [SoundServer.source], "\(cli.stdout)")
     }
 
+    /// Regression: every client process linked libpulse and the 18 libraries it needs (D-Bus,
+    /// X11/xcb, libsystemd, libgcrypt, …), ~2.6 ms of every `earshot` start, though only
+    /// recording and listing sources use them. Now they are opened when a client first does
+    /// (glibc's `LD_DEBUG=files` names every library a process loads, and says how).
+    @Test func aClientLoadsLibpulseOnlyToListOrRecord() async throws {
+        let sound = try await SoundServer.started()
+        defer { Task { await sound.stop() } }
+        let version = try ChildProcess(BuiltProducts.path("earshot"), ["--version"], environment: ["LD_DEBUG": "files"], in: sound.directory)
+        #expect(await CaptureTests.exitStatus(of: version, timeout: .seconds(30)) == 0, "\(version.stderr.suffix(2000))")
+        #expect(version.stderr.contains("file=libsndfile.so.1"), "LD_DEBUG=files printed nothing: \(version.stderr.suffix(500))")
+        #expect(!version.stderr.contains("file=libpulse"), "earshot --version loaded libpulse")
+
+        let devices = try ChildProcess(BuiltProducts.path("earshot"), ["devices", "--json"], environment: ["PULSE_SERVER": sound.server, "LD_DEBUG": "files"],
+                                       in: sound.directory)
+        #expect(await CaptureTests.exitStatus(of: devices, timeout: .seconds(30)) == 0, "\(devices.stderr.suffix(2000))")
+        let opened = devices.stderr.split(separator: "\n").filter { $0.contains("file=libpulse-simple.so.0") && $0.contains("[0];") }
+        #expect(opened.contains { $0.contains("dynamically loaded") }, "\(opened)")
+        #expect(devices.stdout.contains(SoundServer.source), "\(devices.stdout)")
+    }
+
     /// A server that accepts the connection and never answers makes the listing fail (after
     /// `SoundServerSources.timeout`) instead of hanging.
     @Test func aServerThatNeverAnswersIsAnErrorNotAHang() async throws {

@@ -249,6 +249,7 @@ struct InventoryHardeningTests {
             #expect(fixture.exists(lease.path + "/encoder.onnx"))
             await service.noteUse(of: [english], by: appA)
             await service.endLease(lease)
+            await service.settleDeferredUses() // the uses are written (and refused) in the background
             #expect(fixture.logs.all.filter { $0.priority == .warning && $0.message.hasPrefix("recording asset and reservation use failed") }.count == 1)
 
             // Past the expiry of the stored use, within that of the deferred one: GC waits.

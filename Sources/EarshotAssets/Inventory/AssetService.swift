@@ -110,7 +110,7 @@ public actor AssetService {
     var trustedKeys: [MinisignPublicKey] = []
     var jobs: [String: InstallJob] = [:]
     var leases: [String: Int] = [:]
-    /// Uses not written to the state database yet (a full disk): ``DeferredUses``.
+    /// Uses not written to the state database yet (a write under way, or refused by a full disk): ``DeferredUses``.
     var deferredUses = DeferredUses()
     /// The background write of ``deferredUses`` under way, if any.
     var deferredWrite: Task<Void, Never>?

@@ -96,7 +96,8 @@ public struct Daemon: Sendable {
             maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), maxKeepAliveSeconds: config.seconds("Analysis.MaxKeepAliveSec"),
             inferenceThreads: config.int("Analysis.InferenceThreads"), batchThreads: config.int("Analysis.BatchThreads"),
-            recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec")), clock: clock, observer: metrics)
+            recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec"),
+            speculativeDecode: config["Analysis.SpeculativeDecode"] == "yes"), clock: clock, observer: metrics)
         EngineProcess.shared.observe { event in
             switch event {
             case .started(let pid): logger.info("engine process \(pid) started (\(EngineProcess.shared.executable))")

@@ -38,7 +38,8 @@ import TestSupport
             }
             let now = await session.retainedAudio()
             peak = .init(open: max(peak.open, now.open), preroll: max(peak.preroll, now.preroll),
-                         detector: max(peak.detector, now.detector), decoding: max(peak.decoding, now.decoding), runs: max(peak.runs, now.runs))
+                         detector: max(peak.detector, now.detector), decoding: max(peak.decoding, now.decoding), runs: max(peak.runs, now.runs),
+                         speculative: max(peak.speculative, now.speculative))
         }
         return peak
     }

@@ -61,6 +61,21 @@ public final class AnalysisSession: @unchecked Sendable {
     /// A recording's window being gathered, by module index: its segments, the place its results
     /// take among the events, and their ranges.
     private var gathering: [Int: Gathering] = [:]
+    /// Recording windows sent to decode so far.
+    private var windowsDispatched = 0
+    /// A recording short enough for one window, decoded whole at audio-stop while the VAD still
+    /// reads it (nil: the session's input or modules cannot use it).
+    private let speculation: RecordingSpeculation?
+    /// Share of the input the VAD must still have to read at audio-stop for the speculative
+    /// decode to start.
+    private let speculativeBacklog: Double
+    /// Most of a speculatively decoded input that may lie outside the VAD's segments for its result
+    /// to be kept (Whisper makes words up in long silence): 2 s.
+    static let maxSpeculativeSilence: Int64 = 2 * 16000
+    /// The daemon's ``speculativeBacklog``: half the input. Input sent in real time (a voice
+    /// assistant) has been read by then but for its last chunk, and its window decodes as usual; a
+    /// file sent at once has not.
+    public static let defaultSpeculativeBacklog = 0.5
     private struct Gathering {
         var group = SegmentGroup()
         var ranges: [WireTimeRange] = []
@@ -91,15 +106,22 @@ public final class AnalysisSession: @unchecked Sendable {
     /// `decodeParallelism`: most segments decoded at once (the daemon uses one per core).
     /// `recordingWindow` (samples, at most ``maxDecodingSamples`` / 2; 0: off): the input is a
     /// whole recording, so consecutive segments are decoded together up to that much audio by
-    /// modules without volatile results (``SegmentGroup``).
+    /// modules without volatile results (``SegmentGroup``). `speculativeBacklog` (a share of
+    /// the input; nil: never): such a recording's one window is decoded whole at audio-stop when
+    /// the VAD still has at least that share of it to read (``RecordingSpeculation``).
     public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, decodeParallelism: Int = 1, recordingWindow: Int = 0,
-                emit: @escaping @Sendable (SessionEvent) -> Void) {
+                speculativeBacklog: Double? = nil, emit: @escaping @Sendable (SessionEvent) -> Void) {
         self.id = id
         self.modules = modules
         self.vad = vad
         self.recordingWindow = min(max(0, recordingWindow), Self.maxDecodingSamples / 2)
         events = OrderedEvents(emit: emit)
         window = DecodeWindow(label: "earshot.session.\(id).decode", lanes: decodeParallelism, maxSamples: Self.maxDecodingSamples)
+        let windowed = modules.filter { !$0.wantsVolatile && $0.engine.segmentModel != nil }
+        self.speculativeBacklog = speculativeBacklog ?? 1
+        speculation = if speculativeBacklog != nil, self.recordingWindow > 0, windowed.count == 1, let model = windowed[0].engine.segmentModel {
+            RecordingSpeculation(id: id, module: windowed[0].index, model: model, maxSamples: self.recordingWindow)
+        } else { nil }
         queue = DispatchQueue(label: "earshot.session.\(id)")
         LiveObjects.created("AnalysisSession")
     }
@@ -113,6 +135,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// instead of filling memory.
     public func accept(_ pcm: [UInt8], format: AudioFormatSpec, start: WireTime?) async {
         let samples = Int64(pcm.count / 2)
+        speculation?.add(pcm, format: format, start: start)
         await backlog.add(samples)
         queue.async { [self] in
             defer { backlog.remove(samples) }
@@ -143,7 +166,8 @@ public final class AnalysisSession: @unchecked Sendable {
     /// Finalizes everything received so far (at least through `time`); returns the last sample time
     /// once every result up to it has been emitted.
     public func finalize(through time: WireTime?) async -> WireTime? {
-        await onQueueWhenEmitted { [self] in
+        speculateIfBehind()
+        return await onQueueWhenEmitted { [self] in
             guard !finished else { return }
             do { try finalizeOpen() } catch { fail(error) }
         }
@@ -160,19 +184,33 @@ public final class AnalysisSession: @unchecked Sendable {
                 }
             }
         }
+        if mode != .cancelNow { speculateIfBehind() }
         return await onQueueWhenEmitted { [self] in
             if !finished { finishNow(finalizing: mode != .cancelNow) }
         }
     }
 
+    /// Audio-stop: starts the speculative decode when the VAD still has ``speculativeBacklog`` of
+    /// the input to read; input it has mostly read already decodes as usual.
+    private func speculateIfBehind() {
+        guard let speculation else { return }
+        if Double(backlog.queuedSamples) >= speculativeBacklog * Double(speculation.keptSamples) {
+            speculation.start(in: window)
+        } else {
+            speculation.abandon()
+        }
+    }
+
     /// Drops input before `time` (`cancelAnalysis(before:)`).
     public func cancelAnalysis(before time: WireTime) {
+        speculation?.abandon()
         cutoff.raise(to: time)
     }
 
     /// Replaces the modules (same timeline): new modules see audio from now on; the open streaming
     /// utterance of removed decoders is dropped (new decoders decode whole segments until the next).
     public func setModules(_ newModules: [SessionModule]) async {
+        speculation?.abandon()
         await onQueue { [self] in
             dispatchGathered()
             if utteranceStart != nil {
@@ -218,13 +256,16 @@ public final class AnalysisSession: @unchecked Sendable {
         var detector: Int
         var decoding: Int
         var runs: Int
-        var samples: Int { open + preroll + detector + decoding }
+        /// The copy of a short recording kept for ``RecordingSpeculation`` (until it decodes).
+        var speculative = 0
+        var samples: Int { open + preroll + detector + decoding + speculative }
     }
 
     /// The audio the session holds now (after everything queued before the call).
     func retainedAudio() async -> RetainedAudio {
         await onQueue { [self] in
-            RetainedAudio(open: open.count, preroll: preroll.count, detector: detectorReleased ? 0 : vad.retainedSamples, decoding: window.samples, runs: runs.count)
+            RetainedAudio(open: open.count, preroll: preroll.count, detector: detectorReleased ? 0 : vad.retainedSamples, decoding: window.samples, runs: runs.count,
+                          speculative: speculation?.keptSamples ?? 0)
         }
     }
 
@@ -410,17 +451,52 @@ public final class AnalysisSession: @unchecked Sendable {
     }
 
     /// Decodes the gathered window of module `index` (of every module when nil) on a decode lane;
-    /// each segment's share of the text takes the window's place among the events.
+    /// each segment's share of the text takes the window's place among the events. The first
+    /// window of the speculating module takes the speculative decode's result instead when that
+    /// decode covers the input so far and the window leaves little of it out; otherwise the window
+    /// waits for that decode to end, so the two never share the cores.
     private func dispatchGathered(_ index: Int? = nil) {
         for key in index.map({ [$0] }) ?? gathering.keys.sorted() {
             guard let current = gathering.removeValue(forKey: key) else { continue }
-            decodeReserved(current.group.samples, with: current.model, filling: current.ticket) { [self] transcription in
-                let shares: [(Transcription, WireTimeRange)] = current.group.split(transcription, sampleRate: Int(Self.sampleRate)).map { Array(zip($0, current.ranges)) }
-                    // No word times: one result over the whole window.
-                    ?? [(transcription, WireTimeRange(start: current.ranges[0].start, end: current.ranges[current.ranges.count - 1].end))]
-                return shares.map { .result(result(current.module, $0.0, range: $0.1, final: true)) }
+            let first = windowsDispatched == 0
+            windowsDispatched += 1
+            guard let speculation, speculation.module == key else {
+                decodeWindow(current)
+                continue
+            }
+            if first, speculation.claim(through: consumed), consumed - Int64(current.group.speechSamples) <= Self.maxSpeculativeSilence {
+                window.unreserve(samples: current.group.samples.count)
+                let placed = current.group.inPlace
+                speculation.whenDone { [self] outcome in
+                    queue.async { [self] in
+                        switch outcome {
+                        case .success(let transcription): events.fill(current.ticket, with: windowEvents(current, transcription, group: placed))
+                        case .failure(let error):
+                            events.fill(current.ticket, with: [])
+                            fail(error)
+                        }
+                    }
+                }
+            } else if speculation.isDecoding {
+                speculation.whenDone { [self] _ in queue.async { [self] in decodeWindow(current) } }
+            } else {
+                decodeWindow(current)
             }
         }
+    }
+
+    /// Decodes a gathered window (its samples reserved) on a decode lane.
+    private func decodeWindow(_ current: Gathering) {
+        decodeReserved(current.group.samples, with: current.model, filling: current.ticket) { [self] in windowEvents(current, $0, group: current.group) }
+    }
+
+    /// Each segment's share of a window's `transcription` (decoded from `group`'s samples) as its
+    /// result.
+    private func windowEvents(_ current: Gathering, _ transcription: Transcription, group: SegmentGroup) -> [SessionEvent] {
+        let shares: [(Transcription, WireTimeRange)] = group.split(transcription, sampleRate: Int(Self.sampleRate)).map { Array(zip($0, current.ranges)) }
+            // No word times: one result over the whole window.
+            ?? [(transcription, WireTimeRange(start: current.ranges[0].start, end: current.ranges[current.ranges.count - 1].end))]
+        return shares.map { .result(result(current.module, $0.0, range: $0.1, final: true)) }
     }
 
     /// Drops the windows being gathered (the session ends without finalizing).
@@ -568,6 +644,9 @@ final class Backlog: @unchecked Sendable {
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
     init(limit: Int64) { self.limit = limit }
+
+    /// Samples added and not yet removed.
+    var queuedSamples: Int64 { lock.withLock { queued } }
 
     func add(_ count: Int64) async {
         while true {

@@ -21,6 +21,17 @@ struct SegmentGroup {
         samples += segment.samples
     }
 
+    /// The same segments where they lie in the input, for a decode of the input from its first
+    /// sample on (``RecordingSpeculation``); holds no samples.
+    var inPlace: SegmentGroup {
+        var placed = SegmentGroup()
+        placed.pieces = pieces.map { Piece(start: $0.start, count: $0.count, offset: Int($0.start)) }
+        return placed
+    }
+
+    /// Audio samples of the segments.
+    var speechSamples: Int { pieces.reduce(0) { $0 + $1.count } }
+
     /// Each piece's share of `transcription` (times in seconds from the window's start, at
     /// `sampleRate`), in piece order, with times from the piece's own start. A piece gets the words
     /// that start in it, except that Whisper's word times run early, so a cut that falls just
@@ -28,10 +39,17 @@ struct SegmentGroup {
     /// nearest word that ends a sentence or clause. A window decoded without word times cannot be
     /// split: then nil.
     func split(_ transcription: Transcription, sampleRate: Int) -> [Transcription]? {
-        if pieces.count == 1 { return [transcription] }
+        let rate = Double(sampleRate)
+        if pieces.count == 1 {
+            // The whole text; only the word times move when the piece starts later in the window.
+            var whole = transcription
+            let origin = Double(pieces[0].offset) / rate
+            let duration = Double(pieces[0].count) / rate
+            if origin > 0 { whole.words = Self.local(whole.words[...], origin: origin, duration: duration) }
+            return [whole]
+        }
         let words = transcription.words
         guard transcription.text.trimmingCharacters(in: .whitespaces).isEmpty || !words.isEmpty else { return nil }
-        let rate = Double(sampleRate)
         // cuts[i]: index of the first word of piece i + 1.
         var cuts: [Int] = []
         var next = 0
@@ -48,12 +66,7 @@ struct SegmentGroup {
         for (index, piece) in pieces.enumerated() {
             let from = index == 0 ? 0 : cuts[index - 1]
             let to = index < cuts.count ? cuts[index] : words.count
-            let origin = Double(piece.offset) / rate
-            let duration = Double(piece.count) / rate
-            func local(_ time: Double?) -> Double? { time.map { min(max($0 - origin, 0), duration) } }
-            shares.append(words[from..<max(from, to)].map {
-                RecognizedWord(text: $0.text, start: local($0.start), end: local($0.end), confidence: $0.confidence)
-            })
+            shares.append(Self.local(words[from..<max(from, to)], origin: Double(piece.offset) / rate, duration: Double(piece.count) / rate))
         }
         return shares.map { words in
             let confidences = words.compactMap(\.confidence)
@@ -61,6 +74,12 @@ struct SegmentGroup {
                 : exp(confidences.reduce(0) { $0 + log(max($1, .leastNonzeroMagnitude)) } / Double(confidences.count))
             return Transcription(text: words.map(\.text).joined(separator: " "), words: words, confidence: confidence, language: transcription.language)
         }
+    }
+
+    /// `words` with times from `origin` (seconds into the window), within the piece's `duration`.
+    static func local(_ words: ArraySlice<RecognizedWord>, origin: Double, duration: Double) -> [RecognizedWord] {
+        func local(_ time: Double?) -> Double? { time.map { min(max($0 - origin, 0), duration) } }
+        return words.map { RecognizedWord(text: $0.text, start: local($0.start), end: local($0.end), confidence: $0.confidence) }
     }
 
     /// `cut` moved to just after the nearest punctuated word — two words back or one forward —

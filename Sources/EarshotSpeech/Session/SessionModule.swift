@@ -8,6 +8,12 @@ public enum SessionEngine {
     case streaming(any StreamingDecoding)
     /// Voice activity results only.
     case detector
+
+    /// The shared model of a segment transcriber (nil for the other engines).
+    var segmentModel: (any SegmentTranscribing)? {
+        if case .segments(let model) = self { return model }
+        return nil
+    }
 }
 
 /// A module as a session runs it: its index in the client's list, what it asked for, its engine.

@@ -23,10 +23,14 @@ public struct SpeechSettings: Sendable {
     /// Most seconds of a recording's consecutive segments one Whisper decode takes together
     /// (``AnalysisInput/recording``); 0: one segment a decode.
     public var recordingWindowSeconds: Double
+    /// A recording that fits in one window is decoded whole at audio-stop, while the detector
+    /// still reads it (``RecordingSpeculation``), when it has at least
+    /// ``AnalysisSession/defaultSpeculativeBacklog`` of it (a share) left to read.
+    public var speculativeDecode: Bool
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
                 inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
-                recordingWindowSeconds: Double = 20) {
+                recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
@@ -35,6 +39,7 @@ public struct SpeechSettings: Sendable {
         self.batchThreads = max(0, batchThreads)
         self.decodeSlots = max(1, decodeSlots)
         self.recordingWindowSeconds = max(0, recordingWindowSeconds)
+        self.speculativeDecode = speculativeDecode
     }
 
     /// The keep-alive `options` get: what they ask for, at most ``maxKeepAliveSeconds``; nil when
@@ -181,7 +186,8 @@ public actor SpeechService {
                 vad = try await BlockingWork.run("earshot.vad") { [configuration] in try SileroDetector(configuration: configuration) }
             }
             let window = plan.options.input == .recording ? Int(settings.recordingWindowSeconds * Double(AnalysisSession.sampleRate)) : 0
-            let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots, recordingWindow: window) { emit(id, $0) }
+            let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots, recordingWindow: window,
+                                          speculativeBacklog: settings.speculativeDecode ? AnalysisSession.defaultSpeculativeBacklog : nil) { emit(id, $0) }
             sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams, batches: batches)
             return session
         } catch {

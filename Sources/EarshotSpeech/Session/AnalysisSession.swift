@@ -91,7 +91,9 @@ public final class AnalysisSession: @unchecked Sendable {
     public static let maxOpenSamples = 40 * 16000
     /// Most audio a session holds while analysing (open audio, pre-roll, the detector's history and
     /// segments not yet decoded): 2 minutes, about 7.3 MiB as Float32, however long the stream.
-    /// Queued input (``maxQueuedSamples`` plus one frame) comes on top.
+    /// Queued input (``maxQueuedSamples`` plus one frame) comes on top. A speculative copy
+    /// (``RecordingSpeculation``) exists only while the whole input fits in one recording window,
+    /// when the rest holds far less.
     public static let maxRetainedSamples = 120 * 16000
     /// Most audio a session's segment decodes in flight hold together: 40 s (the open audio, the
     /// pre-roll and the detector's history stay within 80 s, so the total stays under

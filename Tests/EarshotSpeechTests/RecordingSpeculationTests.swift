@@ -133,6 +133,27 @@ import Testing
         #expect(long.calls.count >= 2 && !long.calls.contains(recording.count), "\(long.calls)")
     }
 
+    /// A model whose engine went away: every decode fails.
+    struct FailingModel: SegmentTranscribing {
+        struct EngineGone: Error {}
+        func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { throw EngineGone() }
+    }
+
+    /// Regression: a decode that failed after the client asked to finish ended the session
+    /// without an error (`finished` was already queued without one), so the client got no text and
+    /// no reason.
+    @Test(arguments: [true, false]) func aDecodeFailingAfterFinishWasAskedEndsTheSessionWithItsError(speculative: Bool) async throws {
+        let log = EventLog()
+        let session = try session(FailingModel(), speculative: speculative, log: log)
+        await session.accept(SessionTests.pcm(try Self.shortRecording()), format: .speech16k, start: nil)
+        _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
+        #expect(log.finished.count == 1)
+        #expect(log.finished.first.map { $0 != nil } == true, "the decode's failure ends the session, typed")
+        #expect(log.finals.filter { $0.module == 0 }.isEmpty)
+        let held = await session.retainedAudio()
+        #expect(held.decoding == 0 && held.speculative == 0, "\(held)")
+    }
+
     @Test func aPlacedWindowsWordsGoToTheSegmentTheyStartInWithTimesFromItsStart() throws {
         // Segments at 0.5–1.5 s and 2–3 s of the input; the decode's times are from the input's start.
         var group = SegmentGroup()

@@ -52,6 +52,8 @@ public final class AnalysisSession: @unchecked Sendable {
     private var lastDetectionEnd: Int64 = 0
     private var volatileRange: WireTimeRange?
     private var finished = false
+    /// The first decode failure after the session began finishing (its `finished` event's error).
+    private var lateFailure: (any Error)?
     private var finishAfter: WireTime?
     private var finishWaiters: [CheckedContinuation<WireTime?, Never>] = []
     private let backlog = Backlog(limit: AnalysisSession.maxQueuedSamples)
@@ -424,9 +426,7 @@ public final class AnalysisSession: @unchecked Sendable {
             queue.async { [self] in
                 switch outcome {
                 case .success(let transcription): self.events.fill(ticket, with: events(transcription))
-                case .failure(let error):
-                    self.events.fill(ticket, with: [])
-                    fail(error)
+                case .failure(let error): decodeFailed(ticket, error)
                 }
             }
         }
@@ -473,9 +473,7 @@ public final class AnalysisSession: @unchecked Sendable {
                     queue.async { [self] in
                         switch outcome {
                         case .success(let transcription): events.fill(current.ticket, with: windowEvents(current, transcription, group: placed))
-                        case .failure(let error):
-                            events.fill(current.ticket, with: [])
-                            fail(error)
+                        case .failure(let error): decodeFailed(current.ticket, error)
                         }
                     }
                 }
@@ -485,6 +483,14 @@ public final class AnalysisSession: @unchecked Sendable {
                 decodeWindow(current)
             }
         }
+    }
+
+    /// A decode failed: its place gives nothing and the session ends with `error`; when it was
+    /// finishing already, its `finished` event (sent once every decode is in) carries the error.
+    private func decodeFailed(_ ticket: Int, _ error: any Error) {
+        if finished { lateFailure = lateFailure ?? error }
+        events.fill(ticket, with: [])
+        fail(error)
     }
 
     /// Decodes a gathered window (its samples reserved) on a decode lane.
@@ -616,7 +622,8 @@ public final class AnalysisSession: @unchecked Sendable {
         dropGathered()
         finished = true
         ended.set()
-        events.send(.finished(nil))
+        // After the decodes in flight: one that fails still ends the session with its error.
+        events.whenEmitted { [self] in events.send(.finished(lateFailure)) }
         resumeFinishWaiters()
     }
 

@@ -68,13 +68,10 @@ public final class AnalysisSession: @unchecked Sendable {
     /// A recording short enough for one window, decoded whole at audio-stop while the VAD still
     /// reads it (nil: the session's input or modules cannot use it).
     private let speculation: RecordingSpeculation?
-    /// Share of the input the VAD must still have to read at audio-stop for the speculative
-    /// decode to start.
-    private let speculativeBacklog: Double
     /// Most of a speculatively decoded input that may lie outside the VAD's segments for its result
     /// to be kept (Whisper makes words up in long silence): 2 s.
     static let maxSpeculativeSilence: Int64 = 2 * 16000
-    /// The daemon's ``speculativeBacklog``: half the input. Input sent in real time (a voice
+    /// The daemon's `speculativeBacklog`: half the input. Input sent in real time (a voice
     /// assistant) has been read by then but for its last chunk, and its window decodes as usual; a
     /// file sent at once has not.
     public static let defaultSpeculativeBacklog = 0.5
@@ -122,9 +119,8 @@ public final class AnalysisSession: @unchecked Sendable {
         events = OrderedEvents(emit: emit)
         window = DecodeWindow(label: "earshot.session.\(id).decode", lanes: decodeParallelism, maxSamples: Self.maxDecodingSamples)
         let windowed = modules.filter { !$0.wantsVolatile && $0.engine.segmentModel != nil }
-        self.speculativeBacklog = speculativeBacklog ?? 1
-        speculation = if speculativeBacklog != nil, self.recordingWindow > 0, windowed.count == 1, let model = windowed[0].engine.segmentModel {
-            RecordingSpeculation(id: id, module: windowed[0].index, model: model, maxSamples: self.recordingWindow)
+        speculation = if let speculativeBacklog, self.recordingWindow > 0, windowed.count == 1, let model = windowed[0].engine.segmentModel {
+            RecordingSpeculation(id: id, module: windowed[0].index, model: model, maxSamples: self.recordingWindow, minBacklog: speculativeBacklog)
         } else { nil }
         queue = DispatchQueue(label: "earshot.session.\(id)")
         LiveObjects.created("AnalysisSession")
@@ -170,7 +166,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// Finalizes everything received so far (at least through `time`); returns the last sample time
     /// once every result up to it has been emitted.
     public func finalize(through time: WireTime?) async -> WireTime? {
-        speculateIfBehind()
+        speculation?.inputEnded(queued: backlog.queuedSamples, in: window)
         return await onQueueWhenEmitted { [self] in
             guard !finished else { return }
             do { try finalizeOpen() } catch { fail(error) }
@@ -188,20 +184,9 @@ public final class AnalysisSession: @unchecked Sendable {
                 }
             }
         }
-        if mode != .cancelNow { speculateIfBehind() }
+        if mode != .cancelNow { speculation?.inputEnded(queued: backlog.queuedSamples, in: window) }
         return await onQueueWhenEmitted { [self] in
             if !finished { finishNow(finalizing: mode != .cancelNow) }
-        }
-    }
-
-    /// Audio-stop: starts the speculative decode when the VAD still has ``speculativeBacklog`` of
-    /// the input to read; input it has mostly read already decodes as usual.
-    private func speculateIfBehind() {
-        guard let speculation else { return }
-        if Double(backlog.queuedSamples) >= speculativeBacklog * Double(speculation.keptSamples) {
-            speculation.start(in: window)
-        } else {
-            speculation.abandon()
         }
     }
 
@@ -420,9 +405,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// the place `ticket` holds (on the queue), and a failure ends the session.
     private func decodeReserved(_ samples: [Float], with model: any SegmentTranscribing, filling ticket: Int,
                                 _ events: @escaping @Sendable (Transcription) -> [SessionEvent]) {
-        window.run(reserved: samples.count) { [self] lane in
-            let outcome = Result { try model.transcribe(samples, sampleRate: Int(Self.sampleRate)) }
-            window.release(lane: lane, samples: samples.count)
+        window.transcribe(samples, with: model) { [self] outcome in
             queue.async { [self] in
                 switch outcome {
                 case .success(let transcription): self.events.fill(ticket, with: events(transcription))

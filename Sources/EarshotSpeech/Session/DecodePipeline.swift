@@ -82,6 +82,17 @@ final class DecodeWindow: @unchecked Sendable {
         queues[lane].async { work(lane) }
     }
 
+    /// Waits for a lane, then transcribes `samples` (reserved) with `model` on it, gives the lane
+    /// and the samples back and hands `done` the outcome, on the lane.
+    func transcribe(_ samples: [Float], with model: any SegmentTranscribing,
+                    then done: @escaping @Sendable (Result<Transcription, any Error>) -> Void) {
+        run(reserved: samples.count) { [self] lane in
+            let outcome = Result { try model.transcribe(samples, sampleRate: Int(AnalysisSession.sampleRate)) }
+            release(lane: lane, samples: samples.count)
+            done(outcome)
+        }
+    }
+
     func release(lane: Int, samples: Int) {
         condition.withLock {
             free.append(lane)

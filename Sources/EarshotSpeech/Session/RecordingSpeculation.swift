@@ -18,6 +18,8 @@ final class RecordingSpeculation: @unchecked Sendable {
     let module: Int
     private let model: any SegmentTranscribing
     private let maxSamples: Int
+    /// Share of the input the detector must still have to read at audio-stop.
+    private let minBacklog: Double
     private let queue: DispatchQueue
     /// False once the input can no longer be one speculative window: too long, discontiguous, in
     /// another format, cut, given to other modules, or continued after the decode started.
@@ -30,10 +32,11 @@ final class RecordingSpeculation: @unchecked Sendable {
     private var outcome: Result<Transcription, any Error>?
     private var waiters: [@Sendable (Result<Transcription, any Error>) -> Void] = []
 
-    init(id: String, module: Int, model: any SegmentTranscribing, maxSamples: Int) {
+    init(id: String, module: Int, model: any SegmentTranscribing, maxSamples: Int, minBacklog: Double) {
         self.module = module
         self.model = model
         self.maxSamples = maxSamples
+        self.minBacklog = minBacklog
         queue = DispatchQueue(label: "earshot.session.\(id).speculation")
     }
 
@@ -56,11 +59,17 @@ final class RecordingSpeculation: @unchecked Sendable {
         pcm = []
     }
 
-    /// The input has ended for now: decodes what was kept, on a lane of `window` (its samples
-    /// reserved there). Does nothing once started, or when there is nothing to decode.
-    func start(in window: DecodeWindow) {
+    /// The input has ended for now, `queued` samples of it not yet read by the detector: decodes
+    /// what was kept, on a lane of `window` (its samples reserved there), when that is at least
+    /// `minBacklog` of it; otherwise gives up (input read already decodes as usual). Does nothing
+    /// once started, or when there is nothing to decode.
+    func inputEnded(queued: Int64, in window: DecodeWindow) {
         let bytes: [UInt8]? = lock.withLock {
             guard viable, started == nil, !pcm.isEmpty else { return nil }
+            guard Double(queued) >= minBacklog * Double(pcm.count / 2) else {
+                abandonLocked()
+                return nil
+            }
             started = pcm.count / 2
             defer { pcm = [] }
             return pcm
@@ -71,11 +80,7 @@ final class RecordingSpeculation: @unchecked Sendable {
             let samples: [Float]
             do { samples = try PCM.floats(fromLittleEndian: bytes, width: 2) } catch { return complete(.failure(error)) }
             window.reserve(samples: samples.count)
-            window.run(reserved: samples.count) { [self] lane in
-                let result = Result { try model.transcribe(samples, sampleRate: Int(AnalysisSession.sampleRate)) }
-                window.release(lane: lane, samples: samples.count)
-                complete(result)
-            }
+            window.transcribe(samples, with: model) { [self] in complete($0) }
         }
     }
 

@@ -1,5 +1,7 @@
 """faster-whisper, warm, for Benchmarks/vs-faster-whisper.sh: loads one CTranslate2 model once, then
-transcribes each audio path read from stdin and answers one JSON line {"text": ...} per path.
+answers one JSON line {"text": ...} per request line read from stdin. A request is a JSON object
+{"path": AUDIO, "prompted": true|false}: "prompted" is faster-whisper's condition_on_previous_text
+(each 30 s window decoded with the text before it as Whisper's prompt; its default, true).
 
     python faster-whisper-worker.py CT2_DIR THREADS
 """
@@ -12,5 +14,7 @@ model = WhisperModel(sys.argv[1], device="cpu", compute_type="int8", cpu_threads
                      num_workers=1, local_files_only=True)
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
-    segments, _ = model.transcribe(line.rstrip("\n"), language="en", beam_size=1)
+    request = json.loads(line)
+    segments, _ = model.transcribe(request["path"], language="en", beam_size=1,
+                                   condition_on_previous_text=request.get("prompted", True))
     print(json.dumps({"text": " ".join(segment.text.strip() for segment in segments)}), flush=True)

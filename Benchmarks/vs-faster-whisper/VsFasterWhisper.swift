@@ -3,10 +3,15 @@
 //
 //     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N]
 //                                     [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
+//                                     [--unprompted] [--texts DIR]
 //
 // --analysis sets [Analysis] keys of Earshot's daemon (e.g. RecordingWindowSec=0,BatchThreads=0).
 // --baseline-earshotd (another build, e.g. main's) and/or --baseline-analysis (other [Analysis]
 // keys for the same build) add a third engine, for ratios before/after a change in the same run.
+// --unprompted adds faster-whisper without its prompt (condition_on_previous_text=False, on the
+// same worker): how much of its WER on the long recording comes from decoding each window with the
+// text before it, which Earshot's windows do not have. --texts writes every engine's text of every
+// file set into DIR (ENGINE-MODEL-SET.txt), for reading the errors behind a WER.
 //
 // Earshot: the release earshotd (its default InferenceThreads, or --inference-threads; a recording's
 // segments decode two at a time on 2 cores either way) on a catalog holding one Whisper asset (the
@@ -32,17 +37,24 @@ struct Options {
     let baselineAnalysis: [String]?
     /// Another earshotd build to run beside this one (before/after comparisons).
     let baseline: String?
+    /// Also run faster-whisper without its prompt (`condition_on_previous_text=False`).
+    let unprompted: Bool
+    /// Where to write each engine's texts, if anywhere.
+    let texts: String?
 
     init(_ arguments: [String]) {
-        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "inference-threads", "analysis", "baseline-earshotd", "baseline-analysis"],
+        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "inference-threads", "analysis", "baseline-earshotd", "baseline-analysis", "texts"],
+                                       flags: ["unprompted"],
                                        required: ["python", "worker", "ct2", "scratch"],
-                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]")
+                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…] [--unprompted] [--texts DIR]")
         (python, worker, ct2, scratch) = (options["python"]!, options["worker"]!, options["ct2"]!, options["scratch"]!)
         runs = options.positive("runs", default: 3)
         repeats = options.positive("repeats", default: 13)
         inferenceThreads = options["inference-threads"].map { _ in options.positive("inference-threads", default: 1) }
         models = options.models
         baseline = options["baseline-earshotd"]
+        unprompted = options.flag("unprompted")
+        texts = options["texts"]
         func lines(_ name: String) -> [String]? {
             options[name].map { value in
                 value.split(separator: ",").map { pair in
@@ -175,14 +187,17 @@ enum VsFasterWhisper {
             let worker = try await BlockingWork.run("worker") {
                 try LineWorker(options.python, [options.worker, options.ct2 + "/" + model.ct2, "2"], name: "faster-whisper", awaitsReady: true)
             }
-            engines.append(Engine(name: "faster-whisper", pid: worker.pid) { files in
-                try await BlockingWork.run("faster-whisper") {
-                    let cpu0 = cpuSeconds(worker.pid)
-                    let start = ContinuousClock.now
-                    let texts = try files.map { try worker.ask($0)["text"] as? String ?? "" }
-                    return (elapsed(since: start), cpuSeconds(worker.pid) - cpu0, texts)
-                }
-            })
+            let fasterWhisper = engines.count
+            for prompted in [true] + (options.unprompted ? [false] : []) {
+                engines.append(Engine(name: prompted ? "faster-whisper" : "fw unprompted", pid: worker.pid) { files in
+                    try await BlockingWork.run("faster-whisper") {
+                        let cpu0 = cpuSeconds(worker.pid)
+                        let start = ContinuousClock.now
+                        let texts = try files.map { try worker.ask(json: ["path": $0, "prompted": prompted])["text"] as? String ?? "" }
+                        return (elapsed(since: start), cpuSeconds(worker.pid) - cpu0, texts)
+                    }
+                })
+            }
 
             // Warm-up: one untimed call each.
             for engine in engines { _ = try await engine.run([sets[0].files[0]]) }
@@ -219,8 +234,19 @@ enum VsFasterWhisper {
                 func ratio(_ a: Int, _ b: Int) -> String {
                     String(format: "time %.2f×, CPU %.2f×", median(zip(tally[a].times, tally[b].times).map(/)), median(zip(tally[a].cpu, tally[b].cpu).map(/)))
                 }
-                say("    ratio Earshot / faster-whisper: \(ratio(0, engines.count - 1))")
-                if engines.count == 3 { say("    ratio Earshot / Earshot baseline: \(ratio(0, 1))") }
+                say("    ratio Earshot / faster-whisper: \(ratio(0, fasterWhisper))")
+                if options.unprompted { say("    ratio Earshot / fw unprompted: \(ratio(0, fasterWhisper + 1))") }
+                if hasBaseline { say("    ratio Earshot / Earshot baseline: \(ratio(0, 1))") }
+            }
+            if let folder = options.texts {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                for (set, tally) in zip(["utterances", "recording"], tallies) {
+                    for (engine, t) in zip(engines, tally) {
+                        let name = engine.name.lowercased().replacingOccurrences(of: " ", with: "-")
+                        try (t.text.joined(separator: "\n") + "\n").write(toFile: "\(folder)/\(name)-\(model.name)-\(set).txt", atomically: true, encoding: .utf8)
+                    }
+                }
+                say("  texts: \(folder)")
             }
             say("  earshotd model loads during the \(calls) timed calls: \(loads) (peak RSS: over the whole run, loads included)")
         }

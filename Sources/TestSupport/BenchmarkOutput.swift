@@ -16,14 +16,21 @@ public enum BenchmarkOutput {
 /// option, or an unusable number prints `usage` and exits 1.
 public struct BenchmarkOptions: Sendable {
     private var values: [String: String] = [:]
+    private var given: Set<String> = []
     private let usage: String
 
-    public init(_ arguments: [String], names: Set<String>, required: Set<String>, usage: String) {
+    /// `names` take a value (`--name VALUE`); `flags` take none (`--name`).
+    public init(_ arguments: [String], names: Set<String>, flags: Set<String> = [], required: Set<String>, usage: String) {
         self.usage = usage
         var rest = arguments.dropFirst()
         while let flag = rest.popFirst() {
             let name = String(flag.drop { $0 == "-" })
-            guard flag.hasPrefix("--"), names.contains(name), let value = rest.popFirst() else { BenchmarkOutput.fail(usage) }
+            guard flag.hasPrefix("--") else { BenchmarkOutput.fail(usage) }
+            if flags.contains(name) {
+                given.insert(name)
+                continue
+            }
+            guard names.contains(name), let value = rest.popFirst() else { BenchmarkOutput.fail(usage) }
             values[name] = value
         }
         if !required.isSubset(of: values.keys) { BenchmarkOutput.fail(usage) }
@@ -31,6 +38,9 @@ public struct BenchmarkOptions: Sendable {
 
     /// `--name`'s value (always there for a required one).
     public subscript(_ name: String) -> String? { values[name] }
+
+    /// Whether the flag `--name` was given.
+    public func flag(_ name: String) -> Bool { given.contains(name) }
 
     /// `--name` as a whole number ≥ 1, else `fallback`.
     public func positive(_ name: String, default fallback: Int) -> Int {

@@ -36,11 +36,14 @@ public final class AVAudioFile: @unchecked Sendable {
 
     /// libsndfile first; FFmpeg for what libsndfile cannot open (keeping libsndfile's reason when
     /// FFmpeg cannot open it either). A file the system cannot open at all (missing, no permission)
-    /// is that error, without loading FFmpeg's libraries to try it again.
+    /// is that error, and a directory says so, without loading FFmpeg's libraries to try it again.
     private static func open(_ path: String) throws(AudioError) -> any PCMFileSource {
         let probe = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard probe >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        var status = stat()
+        let isDirectory = fstat(probe, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
         close(probe)
+        if isDirectory { throw .unreadable(path: path, reason: String(cString: strerror(EISDIR))) }
         do {
             return try AudioFileReader(path: path)
         } catch .unreadable(_, let reason) {

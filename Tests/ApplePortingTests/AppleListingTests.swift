@@ -94,6 +94,24 @@ struct AppleListingTests {
         #expect(error.map { "\($0)" } == "cannot read audio from \(missing): No such file or directory")
     }
 
+    /// Regression: `earshot transcribe DIRECTORY` opened the directory, let libsndfile and then
+    /// FFmpeg (loaded for it) try it, and said "Format not recognised". Now it says it is a
+    /// directory, at once.
+    @Test func aDirectoryIsReportedAsOneWithoutLoadingFFmpeg() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("esport")
+        defer { directory.remove() }
+        let folder = directory.file("recordings.wav")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try #require(Porting.daemon).socket, "transcribe", folder],
+                                             environment: ["LD_DEBUG": "files"], in: directory, timeout: .seconds(60))
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("\(folder): cannot read audio from \(folder): Is a directory"), "\(run.stderr.suffix(2000))")
+        #expect(!run.stderr.contains("file=libavformat"), "a directory loaded FFmpeg")
+        let error = #expect(throws: (any Error).self) { try AVAudioFile(forReading: URL(fileURLWithPath: folder)) }
+        #expect(error.map { "\($0)" } == "cannot read audio from \(folder): Is a directory")
+    }
+
     /// A video with no audio track is refused with a message saying so — by AVAudioFile, the
     /// asset provider and `earshot transcribe` — instead of transcribing silence.
     @Test func videoWithoutAudioIsRefusedClearly() async throws {

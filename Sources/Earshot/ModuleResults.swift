@@ -31,6 +31,9 @@ public struct TranscriptionResult<Module: SpeechModule>: SpeechModuleResult, Sen
     /// The language spoken in this range: the one the engine identified for a module whose locale
     /// is `und`, else the module's (nil when the engine does not say). Earshot extension.
     public let language: Locale?
+    /// True when the range holds speech (the daemon's detector found it) that the engine gave no
+    /// text for, even decoded again: speech lost, not silence. Earshot extension.
+    public let speechWithoutText: Bool
     /// The daemon's finality, which can differ from the time comparison at a segment's edge.
     private let final: Bool
 
@@ -41,6 +44,7 @@ public struct TranscriptionResult<Module: SpeechModule>: SpeechModuleResult, Sen
         resultsFinalizationTime = CMTime(result.finalizationTime)
         final = result.isFinal
         language = result.language.map { Locale(identifier: $0) }
+        speechWithoutText = result.speechWithoutText ?? false
     }
 
     /// Whether this result is final.

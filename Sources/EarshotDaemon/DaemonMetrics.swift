@@ -7,7 +7,7 @@ import Foundation
 /// counters `earshotctl stats` shows: counters recorded where things happen (coordinator, error
 /// map, HTTP front, and the asset and speech services through their observer protocols) and
 /// gauges read from the services when read (``refresh(speech:assets:)``).
-final class DaemonMetrics: AssetObserver, SpeechObserver {
+final class DaemonMetrics: AssetObserver {
     let registry = MetricsRegistry()
     private static let latencyBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
     private static let realTimeFactorBuckets = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5]
@@ -21,6 +21,8 @@ final class DaemonMetrics: AssetObserver, SpeechObserver {
     let admissionRefusals: MetricsRegistry.Family
     let httpRequests: MetricsRegistry.Family
     private let realTimeFactor: MetricsRegistry.Family
+    private let speechWithoutText: MetricsRegistry.Family
+    private let speechWithoutTextSeconds: MetricsRegistry.Family
     private let engineSessions: MetricsRegistry.Family
     private let modelLoads: MetricsRegistry.Family
     private let modelsLoaded: MetricsRegistry.Family
@@ -45,6 +47,8 @@ final class DaemonMetrics: AssetObserver, SpeechObserver {
         audioSeconds = registry.family("earshot_audio_seconds_total", "Seconds of audio given to sessions, by engine.", kind: .counter, labels: ["engine"])
         realTimeFactor = registry.family("earshot_real_time_factor", "Engine compute time per second of audio, per decoded segment (Whisper) or utterance (PocketSphinx).", kind: .histogram,
                                          labels: ["engine"], buckets: Self.realTimeFactorBuckets)
+        speechWithoutText = registry.family("earshot_speech_without_text_total", "Stretches of detected speech a transcriber gave no text for, even decoded again (each also logged).", kind: .counter)
+        speechWithoutTextSeconds = registry.family("earshot_speech_without_text_seconds_total", "Seconds of detected speech a transcriber gave no text for.", kind: .counter)
         firstResultSeconds = registry.family("earshot_first_result_seconds", "From opening a session to its first final result.", kind: .histogram,
                                              labels: ["engine"], buckets: Self.latencyBuckets)
         finalResultSeconds = registry.family("earshot_final_result_seconds", "From the end of a session's input (finish) to its last result.", kind: .histogram,
@@ -71,7 +75,7 @@ final class DaemonMetrics: AssetObserver, SpeechObserver {
         // Known label values start at zero, so a first failure is a change a rate() sees.
         for check in VerificationCheck.allCases { verificationFailures.add(0, check.rawValue) }
         for kind in ["install", "update"] { installJobsStarted.add(0, kind) }
-        for counter in [downloadedBytes, gcRuns, gcFreedBytes, admissionRefusals] { counter.add(0) }
+        for counter in [downloadedBytes, gcRuns, gcFreedBytes, admissionRefusals, speechWithoutText, speechWithoutTextSeconds] { counter.add(0) }
     }
 
     /// Reads the gauges from the services; returns the speech statistics they came from.
@@ -105,11 +109,16 @@ final class DaemonMetrics: AssetObserver, SpeechObserver {
         return registry.exposition()
     }
 
-    // MARK: - SpeechObserver
+    // MARK: - Speech (through SpeechReports)
 
     func decoded(engine: String, audioSeconds: Double, computeSeconds: Double) {
         guard audioSeconds > 0 else { return }
         realTimeFactor.observe(computeSeconds / audioSeconds, engine)
+    }
+
+    func lostSpeech(seconds: Double) {
+        speechWithoutText.add(1)
+        speechWithoutTextSeconds.add(seconds)
     }
 
     // MARK: - AssetObserver

@@ -198,7 +198,12 @@ struct OpenAITranscription: Sendable {
     // MARK: - Response formats
 
     struct Verbose: Encodable {
-        struct Segment: Encodable { var id: Int, start: Double, end: Double, text: String }
+        struct Segment: Encodable {
+            var id: Int, start: Double, end: Double, text: String
+            /// Speech the engine gave no text for (Earshot extension; absent otherwise).
+            var speechWithoutText: Bool?
+            enum CodingKeys: String, CodingKey { case id, start, end, text, speechWithoutText = "speech_without_text" }
+        }
         struct Word: Encodable { var word: String, start: Double, end: Double }
         var task: String
         var language: String
@@ -225,11 +230,13 @@ struct OpenAITranscription: Sendable {
         case .srt: return .text(TranscriptFormatter.srt(segments), headers: headers)
         case .vtt: return HTTPResponse(status: 200, headers: [("Content-Type", "text/vtt; charset=utf-8")] + headers, body: .bytes(Data(TranscriptFormatter.vtt(segments).utf8)))
         case .verboseJSON:
-            let spoken = segments.filter { !$0.text.isEmpty }
+            // Segments with text, and speech that came back without it (flagged, never dropped).
+            let spoken = segments.filter { !$0.text.isEmpty || $0.speechWithoutText == true }
             let code = translate ? "en" : (TranscriptFormatter.language(spoken) ?? parameters.language ?? "en")
             let words = spoken.flatMap(\.words).compactMap { word in word.start.flatMap { start in word.end.map { Verbose.Word(word: word.text, start: start, end: $0) } } }
             return .json(Verbose(task: translate ? "translate" : "transcribe", language: languageName(code), duration: duration, text: TranscriptFormatter.text(spoken),
-                                 segments: parameters.segments ? spoken.enumerated().map { Verbose.Segment(id: $0.offset, start: $0.element.start, end: $0.element.end, text: $0.element.text) } : nil,
+                                 segments: parameters.segments ? spoken.enumerated().map { Verbose.Segment(id: $0.offset, start: $0.element.start, end: $0.element.end, text: $0.element.text,
+                                                                                                       speechWithoutText: $0.element.speechWithoutText) } : nil,
                                  words: parameters.words ? words : nil, earshotIgnored: ignored), headers: headers)
         }
     }

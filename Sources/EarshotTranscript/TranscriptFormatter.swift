@@ -22,14 +22,19 @@ public struct TranscriptSegment: Codable, Sendable, Hashable {
     public var words: [Word]
     /// BCP-47 language of the segment, when the engine reports one.
     public var language: String?
+    /// True when the segment holds speech the engine gave no text for (absent otherwise).
+    public var speechWithoutText: Bool?
 
-    public init(start: Double, end: Double, text: String, words: [Word] = [], language: String? = nil) {
+    public init(start: Double, end: Double, text: String, words: [Word] = [], language: String? = nil, speechWithoutText: Bool = false) {
         self.start = start
         self.end = end
         self.text = text
         self.words = words
         self.language = language
+        self.speechWithoutText = speechWithoutText ? true : nil
     }
+
+    enum CodingKeys: String, CodingKey { case start, end, text, words, language, speechWithoutText = "speech_without_text" }
 }
 
 /// One subtitle cue.
@@ -52,6 +57,18 @@ public enum TranscriptFormatter {
             if let language = segment.language { seconds[language, default: 0] += segment.end - segment.start }
         }
         return seconds.max { $0.value == $1.value ? $0.key > $1.key : $0.value < $1.value }?.key
+    }
+
+    /// The stretches of consecutive segments flagged `speech_without_text`, as (start, end) seconds.
+    public static func speechWithoutText(_ segments: [TranscriptSegment]) -> [(start: Double, end: Double)] {
+        var stretches: [(start: Double, end: Double)] = []
+        var previousFlagged = false
+        for segment in segments {
+            let flagged = segment.speechWithoutText == true
+            if flagged, previousFlagged { stretches[stretches.count - 1].end = segment.end } else if flagged { stretches.append((segment.start, segment.end)) }
+            previousFlagged = flagged
+        }
+        return stretches
     }
 
     public static func srt(_ segments: [TranscriptSegment]) -> String {
@@ -122,6 +139,7 @@ extension TranscriptSegment {
             return Word(text: word, start: run.range?.start.seconds, end: run.range?.end.seconds, confidence: run.confidence)
         }
         self.init(start: result.range.start.seconds, end: result.range.end.seconds,
-                  text: result.text.trimmingCharacters(in: .whitespaces), words: words, language: result.language)
+                  text: result.text.trimmingCharacters(in: .whitespaces), words: words, language: result.language,
+                  speechWithoutText: result.speechWithoutText ?? false)
     }
 }

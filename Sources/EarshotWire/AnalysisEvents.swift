@@ -279,7 +279,11 @@ public struct AnalyzerResult: WireEvent, Hashable {
     /// BCP-47 language the engine identified in this range (modules with locale `und`), or the
     /// language it transcribed in when it reports one.
     public var language: String?
-    public init(session: String, module: Int, range: WireTimeRange, finalizationTime: WireTime, isFinal: Bool, runs: [TextRun], alternatives: [String] = [], speechDetected: Bool? = nil, language: String? = nil) {
+    /// True on a final result whose range holds speech (the detector found it) that the engine gave
+    /// no text for, even decoded again: speech lost, not silence. Absent otherwise.
+    public var speechWithoutText: Bool?
+    public init(session: String, module: Int, range: WireTimeRange, finalizationTime: WireTime, isFinal: Bool, runs: [TextRun], alternatives: [String] = [], speechDetected: Bool? = nil, language: String? = nil,
+                speechWithoutText: Bool? = nil) {
         self.session = session
         self.module = module
         self.range = range
@@ -289,10 +293,11 @@ public struct AnalyzerResult: WireEvent, Hashable {
         self.alternatives = alternatives
         self.speechDetected = speechDetected
         self.language = language
+        self.speechWithoutText = speechWithoutText
     }
     enum CodingKeys: String, CodingKey {
         case session, module, range, finalizationTime = "finalization_time", isFinal = "is_final", runs, alternatives
-        case speechDetected = "speech_detected", language
+        case speechDetected = "speech_detected", language, speechWithoutText = "speech_without_text"
     }
     /// The runs' text joined.
     public var text: String { runs.map(\.text).joined() }

@@ -73,6 +73,10 @@ enum TranscribeCommand {
                 }
                 if let last { try await analyzer.finalizeAndFinish(through: last) } else { await analyzer.cancelAndFinishNow() }
                 let segments = try await collector.value
+                // Speech the model gave no text for is said, never passed off as silence.
+                for stretch in TranscriptFormatter.speechWithoutText(segments) {
+                    Output.note("earshot: \(file): no text for speech at " + String(format: "%.1f–%.1f s", stretch.start, stretch.end))
+                }
                 // Live text was printed as it was finalized.
                 if !live || arguments.has("json") || arguments.has("srt") || arguments.has("vtt") {
                     print(render(segments, file: file, arguments: arguments), terminator: "")

@@ -38,7 +38,10 @@ struct ContextualStringsTests {
     /// Regression: with metrics on, a session's PocketSphinx stream is wrapped in a
     /// `MeteredDecoder`, and contexts set mid-session no longer found the stream to reach.
     @Test func meteredDictationStillTakesAMidSessionContext() async throws {
-        struct Observer: SpeechObserver { func decoded(engine: String, audioSeconds: Double, computeSeconds: Double) {} }
+        struct Observer: SpeechObserver {
+            func decoded(engine: String, audioSeconds: Double, computeSeconds: Double) {}
+            func speechWithoutText(session: String, range: WireTimeRange) {}
+        }
         let words = try await onPocketSphinxThread { () -> [String] in
             let stream = PocketSphinxStream(try PocketSphinxDecoder(model: PocketSphinxFixtures.model()))
             let metered = MeteredDecoder(stream, engine: "pocketsphinx", observer: Observer())

@@ -4,17 +4,26 @@ import Foundation
 import Testing
 
 /// A transcriber that hears one word per quarter second of the audio it is given ("w0", "w1", …,
-/// timed), and counts its calls and the samples of each.
+/// timed), and counts its calls and the samples of each. With `oneVoice` it hears one voice only:
+/// like Whisper on a window that runs from one reader into another, its text ends where the voice
+/// changes (a sample of another value than the first), and each voice says its own words ("v25w0"
+/// for the voice of value 0.25).
 final class QuarterSecondWords: SegmentTranscribing, @unchecked Sendable {
     private let lock = NSLock()
     private var sizes: [Int] = []
+    private let oneVoice: Bool
     var calls: [Int] { lock.withLock { sizes } }
+
+    init(oneVoice: Bool = false) { self.oneVoice = oneVoice }
 
     func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
         lock.withLock { sizes.append(samples.count) }
         let quarter = Double(sampleRate) / 4
-        let words = (0..<Int(Double(samples.count) / quarter)).map {
-            RecognizedWord(text: "w\($0)", start: Double($0) / 4, end: Double($0 + 1) / 4, confidence: 0.5)
+        let voice = samples.first ?? 0
+        let heard = oneVoice ? samples.firstIndex { $0 != voice } ?? samples.count : samples.count
+        let name = oneVoice ? "v\(Int(voice * 100))w" : "w"
+        let words = (0..<Int(Double(heard) / quarter)).map {
+            RecognizedWord(text: name + "\($0)", start: Double($0) / 4, end: Double($0 + 1) / 4, confidence: 0.5)
         }
         return Transcription(text: words.map(\.text).joined(separator: " "), words: words, confidence: 0.5, language: "en")
     }

@@ -68,6 +68,7 @@ public final class AnalysisSession: @unchecked Sendable {
     /// A recording short enough for one window, decoded whole at audio-stop while the VAD still
     /// reads it (nil: the session's input or modules cannot use it).
     private let speculation: RecordingSpeculation?
+    private let observer: (any SpeechObserver)?
     /// Most of a speculatively decoded input that may lie outside the VAD's segments for its result
     /// to be kept (Whisper makes words up in long silence): 2 s.
     static let maxSpeculativeSilence: Int64 = 2 * 16000
@@ -110,9 +111,11 @@ public final class AnalysisSession: @unchecked Sendable {
     /// modules without volatile results (``SegmentGroup``). `speculativeBacklog` (a share of
     /// the input; nil: never): such a recording's one window is decoded whole at audio-stop when
     /// the VAD still has at least that share of it to read (``RecordingSpeculation``).
+    /// `observer` hears of speech that came back without text.
     public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, decodeParallelism: Int = 1, recordingWindow: Int = 0,
-                speculativeBacklog: Double? = nil, emit: @escaping @Sendable (SessionEvent) -> Void) {
+                speculativeBacklog: Double? = nil, observer: (any SpeechObserver)? = nil, emit: @escaping @Sendable (SessionEvent) -> Void) {
         self.id = id
+        self.observer = observer
         self.modules = modules
         self.vad = vad
         self.recordingWindow = min(max(0, recordingWindow), Self.maxDecodingSamples / 2)
@@ -395,10 +398,16 @@ public final class AnalysisSession: @unchecked Sendable {
 
     /// Decodes a final segment on a decode lane once the window admits it (blocking this queue
     /// meanwhile: back-pressure); its result takes its place among the events.
+    /// A segment of at least ``WindowTranscript/minimumSamples`` that comes back without text is
+    /// flagged (its neighbours were decoded on their own, so there is no other boundary to try).
     private func decode(_ samples: [Float], with model: any SegmentTranscribing, for module: SessionModule, range: WireTimeRange) {
         let ticket = events.reserve()
         window.reserve(samples: samples.count)
-        decodeReserved(samples, with: model, filling: ticket) { [self] in [.result(result(module, $0, range: range, final: true))] }
+        decodeReserved(samples, with: model, filling: ticket) { [self] transcription in
+            let unheard = samples.count >= WindowTranscript.minimumSamples && SegmentGroup.isEmpty(transcription)
+            if unheard { reportUnheard([range]) }
+            return [.result(result(module, transcription, range: range, final: true, unheard: unheard))]
+        }
     }
 
     /// Decodes `samples` (reserved in the window) on a decode lane; `events(transcription)` fill
@@ -450,14 +459,15 @@ public final class AnalysisSession: @unchecked Sendable {
                 continue
             }
             if first, speculation.claim(through: consumed), consumed - Int64(current.group.speechSamples) <= Self.maxSpeculativeSilence {
-                window.unreserve(samples: current.group.samples.count)
-                let placed = current.group.inPlace
+                // The window's samples stay reserved: a segment the speculative decode left
+                // without text is decoded again from them.
                 speculation.whenDone { [self] outcome in
-                    queue.async { [self] in
-                        switch outcome {
-                        case .success(let transcription): events.fill(current.ticket, with: windowEvents(current, transcription, group: placed))
-                        case .failure(let error): decodeFailed(current.ticket, error)
-                        }
+                    switch outcome {
+                    case .success(let transcription): decodeWindow(current, recovering: transcription)
+                    case .failure(let error): queue.async { [self] in
+                        window.unreserve(samples: current.group.samples.count)
+                        decodeFailed(current.ticket, error)
+                    }
                     }
                 }
             } else if speculation.isDecoding {
@@ -476,18 +486,42 @@ public final class AnalysisSession: @unchecked Sendable {
         fail(error)
     }
 
-    /// Decodes a gathered window (its samples reserved) on a decode lane.
-    private func decodeWindow(_ current: Gathering) {
-        decodeReserved(current.group.samples, with: current.model, filling: current.ticket) { [self] in windowEvents(current, $0, group: current.group) }
+    /// Decodes a gathered window (its samples reserved) on a decode lane, and again the segments
+    /// it leaves without text (``WindowTranscript``). With `speculative`, the window's input was
+    /// decoded in place already: only its empty segments are decoded. Any thread.
+    private func decodeWindow(_ current: Gathering, recovering speculative: Transcription? = nil) {
+        let (group, model) = (current.group, current.model)
+        let rate = Int(Self.sampleRate)
+        window.perform(reserved: group.samples.count, {
+            if let speculative { return try group.recover(speculative, placedBy: group.inPlace, with: model, sampleRate: rate) }
+            return try group.transcribe(with: model, sampleRate: rate)
+        }, then: { [self] outcome in
+            queue.async { [self] in
+                switch outcome {
+                case .success(let transcript): events.fill(current.ticket, with: windowEvents(current, transcript))
+                case .failure(let error): decodeFailed(current.ticket, error)
+                }
+            }
+        })
     }
 
-    /// Each segment's share of a window's `transcription` (decoded from `group`'s samples) as its
-    /// result.
-    private func windowEvents(_ current: Gathering, _ transcription: Transcription, group: SegmentGroup) -> [SessionEvent] {
-        let shares: [(Transcription, WireTimeRange)] = group.split(transcription, sampleRate: Int(Self.sampleRate)).map { Array(zip($0, current.ranges)) }
+    /// Each segment's share of a window's transcript as its result; segments still without text
+    /// are flagged and reported.
+    private func windowEvents(_ current: Gathering, _ transcript: WindowTranscript) -> [SessionEvent] {
+        guard let shares = transcript.shares else {
             // No word times: one result over the whole window.
-            ?? [(transcription, WireTimeRange(start: current.ranges[0].start, end: current.ranges[current.ranges.count - 1].end))]
-        return shares.map { .result(result(current.module, $0.0, range: $0.1, final: true)) }
+            let range = WireTimeRange(start: current.ranges[0].start, end: current.ranges[current.ranges.count - 1].end)
+            return [.result(result(current.module, transcript.whole, range: range, final: true))]
+        }
+        reportUnheard(SegmentGroup.runs(transcript.unheard.sorted()).map { run in
+            WireTimeRange(start: current.ranges[run[0]].start, end: current.ranges[run[run.count - 1]].end)
+        })
+        return shares.indices.map { .result(result(current.module, shares[$0], range: current.ranges[$0], final: true, unheard: transcript.unheard.contains($0))) }
+    }
+
+    /// Tells the observer about speech that came back without text (each range once).
+    private func reportUnheard(_ ranges: [WireTimeRange]) {
+        for range in ranges { observer?.speechWithoutText(session: id, range: range) }
     }
 
     /// Drops the windows being gathered (the session ends without finalizing).
@@ -561,7 +595,8 @@ public final class AnalysisSession: @unchecked Sendable {
     }
 
     /// The result event for `transcription` of `range`.
-    private func result(_ module: SessionModule, _ transcription: Transcription, range: WireTimeRange, final: Bool) -> AnalyzerResult {
+    /// `unheard`: the range holds speech the engine gave no text for (``WindowTranscript``).
+    private func result(_ module: SessionModule, _ transcription: Transcription, range: WireTimeRange, final: Bool, unheard: Bool = false) -> AnalyzerResult {
         let text = transcription.text.trimmingCharacters(in: .whitespaces)
         var runs: [TextRun]
         if (module.wantsTimeRanges || module.wantsConfidence), !transcription.words.isEmpty {
@@ -583,7 +618,7 @@ public final class AnalysisSession: @unchecked Sendable {
         let finalization = final ? range.end : time(at: openStart)
         return AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: finalization, isFinal: final,
                               runs: runs, alternatives: module.wantsAlternatives ? transcription.alternatives : [],
-                              language: transcription.language)
+                              language: transcription.language, speechWithoutText: unheard ? true : nil)
     }
 
     private func publishDetection(_ module: SessionModule, from start: Int64, to end: Int64, speech: Bool) {

@@ -86,9 +86,16 @@ final class DecodeWindow: @unchecked Sendable {
     /// and the samples back and hands `done` the outcome, on the lane.
     func transcribe(_ samples: [Float], with model: any SegmentTranscribing,
                     then done: @escaping @Sendable (Result<Transcription, any Error>) -> Void) {
-        run(reserved: samples.count) { [self] lane in
-            let outcome = Result { try model.transcribe(samples, sampleRate: Int(AnalysisSession.sampleRate)) }
-            release(lane: lane, samples: samples.count)
+        perform(reserved: samples.count, { try model.transcribe(samples, sampleRate: Int(AnalysisSession.sampleRate)) }, then: done)
+    }
+
+    /// Waits for a lane, then runs `work` (decodes of `samples` reserved samples) on it, gives the
+    /// lane and the samples back and hands `done` the outcome, on the lane.
+    func perform<T: Sendable>(reserved samples: Int, _ work: @escaping @Sendable () throws -> T,
+                              then done: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        run(reserved: samples) { [self] lane in
+            let outcome = Result { try work() }
+            release(lane: lane, samples: samples)
             done(outcome)
         }
     }

@@ -1,4 +1,5 @@
 import Dispatch
+import EarshotWire
 
 /// What the speech service reports as engines work, for whoever counts it (the daemon's
 /// metrics). Called on the sessions' own decode threads: implementations must not block.
@@ -6,6 +7,10 @@ public protocol SpeechObserver: Sendable {
     /// `engine` decoded `audioSeconds` of audio in `computeSeconds` of its own work (one Whisper
     /// segment or one PocketSphinx utterance; time waiting for a decode slot is not counted).
     func decoded(engine: String, audioSeconds: Double, computeSeconds: Double)
+    /// Session `session`'s transcriber gave no text for the speech the detector found in `range`
+    /// (stream time), even decoded again (``WindowTranscript``); its results there carry
+    /// `speech_without_text`.
+    func speechWithoutText(session: String, range: WireTimeRange)
 }
 
 /// Seconds since `start` on the monotonic clock.

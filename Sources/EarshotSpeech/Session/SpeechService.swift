@@ -187,7 +187,8 @@ public actor SpeechService {
             }
             let window = plan.options.input == .recording ? Int(settings.recordingWindowSeconds * Double(AnalysisSession.sampleRate)) : 0
             let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots, recordingWindow: window,
-                                          speculativeBacklog: settings.speculativeDecode ? AnalysisSession.defaultSpeculativeBacklog : nil) { emit(id, $0) }
+                                          speculativeBacklog: settings.speculativeDecode ? AnalysisSession.defaultSpeculativeBacklog : nil,
+                                          observer: observer) { emit(id, $0) }
             sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams, batches: batches)
             return session
         } catch {

@@ -148,9 +148,10 @@ public final class WhisperModel: @unchecked Sendable {
 
     /// Text, and words with times and confidences when the export gives token timestamps (Whisper
     /// tokens that start with a space begin a word). A word ends where its last token ends (token
-    /// durations), else where the next word starts, else at the end of the audio.
+    /// durations), else where the next word starts, else at the end of the audio. Sound captions
+    /// are removed (``WhisperCaptions``).
     static func transcription(from result: EngineWhisperResult, duration: Double) -> Transcription {
-        let text = result.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var text = result.text.trimmingCharacters(in: .whitespacesAndNewlines)
         var tokens: [WhisperToken] = []
         for (index, piece) in result.tokens.enumerated() where index < result.starts.count {
             tokens.append(WhisperToken(text: piece, start: result.starts[index],
@@ -161,7 +162,50 @@ public final class WhisperModel: @unchecked Sendable {
         if let logProbabilities = result.logProbabilities, !logProbabilities.isEmpty {
             confidence = exp(logProbabilities.reduce(0, +) / Double(logProbabilities.count))
         }
-        return Transcription(text: text, words: WhisperToken.words(tokens, duration: duration), confidence: confidence)
+        var words = WhisperToken.words(tokens, duration: duration)
+        if words.isEmpty {
+            let pieces = text.split(separator: " ").map(String.init)
+            let kept = WhisperCaptions.speech(in: pieces)
+            if kept.count < pieces.count { text = kept.joined(separator: " ") }
+        } else {
+            let keep = WhisperCaptions.speechMask(words.map(\.text))
+            if keep.contains(false) {
+                words = zip(words, keep).filter(\.1).map(\.0)
+                text = words.map(\.text).joined(separator: " ")
+            }
+        }
+        return Transcription(text: text, words: words, confidence: confidence)
+    }
+}
+
+/// Whisper's sound captions — "(air whooshing)", "[MUSIC]", "♪" — describe no speech. OpenAI's
+/// decoder (and faster-whisper's, by default) suppresses the tokens that open them, which
+/// sherpa-onnx's does not; they are removed here instead, so that a caption is never taken for
+/// words, and a segment that holds only one counts as a segment without text (``WindowTranscript``).
+enum WhisperCaptions {
+    private static let notes: Set<Character> = ["♪", "♩", "♫", "♬"]
+
+    /// Which words are speech: not inside a caption that opens with "(" or "[" (to its closing
+    /// bracket, or to the end when it never closes) and not made of music notes.
+    static func speechMask(_ words: [String]) -> [Bool] {
+        var closing: Character?
+        return words.map { word in
+            if let close = closing {
+                if word.contains(close) { closing = nil }
+                return false
+            }
+            if let first = word.first, first == "(" || first == "[" {
+                let close: Character = first == "(" ? ")" : "]"
+                if !word.dropFirst().contains(close) { closing = close }
+                return false
+            }
+            return !(word.contains { notes.contains($0) } && word.allSatisfy { notes.contains($0) || $0.isPunctuation })
+        }
+    }
+
+    /// The words that are speech.
+    static func speech(in words: [String]) -> [String] {
+        zip(words, speechMask(words)).filter(\.1).map(\.0)
     }
 }
 

@@ -2,26 +2,13 @@ import EarshotSystem
 import EarshotWire
 import Foundation
 
-/// Who may hold how many connections (`[Limits]` in the config).
-struct ConnectionLimits: Sendable {
-    /// Every connection together.
-    var maxConnections: Int
-    /// One non-admin uid's.
-    var maxPerUser: Int
-    /// Slots only admins may take.
-    var adminReserved: Int
-
-    /// What non-admin connections together may hold: at least one.
-    var nonAdminSlots: Int { max(1, maxConnections - adminReserved) }
-}
-
 /// The daemon's open connections: counts for status, slot accounting (per uid, admin reserve), and
 /// what shutdown needs to close them.
 actor ConnectionRegistry {
     struct Entry {
         var channel: FrameChannel
         var peer: PeerCredentials
-        var admin: Bool
+        var slot: PeerSlots.Peer
         var appID: String?
         /// Requests being served.
         var inFlight = 0
@@ -34,42 +21,30 @@ actor ConnectionRegistry {
     /// During shutdown: connections kept open while their sessions are being finished.
     private var keepOpen: @Sendable (Int) -> Bool = { _ in false }
 
-    /// Open non-admin connections, in total and per uid.
-    private var nonAdmin = 0
-    private var perUser: [UInt32: Int] = [:]
+    /// Slots held, per uid and per network address.
+    private var slots: PeerSlots
+
+    init(limits: ConnectionLimits) { slots = PeerSlots(limits: limits) }
 
     var count: Int { entries.count }
 
     /// Registers a connection, or says why not (`shuttingDown`, or `insufficientResources`: every
-    /// slot taken, the non-admin slots taken, or this uid's cap reached; admins may use the
-    /// reserved slots and have no per-uid cap).
-    func add(_ channel: FrameChannel, peer: PeerCredentials, admin: Bool, limits: ConnectionLimits) -> Result<Int, WireError> {
+    /// slot taken, the non-admin slots taken, this uid's cap or this network address's cap reached;
+    /// admins may use the reserved slots and have no per-uid cap). `host`: a network peer's address.
+    func add(_ channel: FrameChannel, peer: PeerCredentials, admin: Bool, host: String? = nil) -> Result<Int, WireError> {
         if shuttingDown { return .failure(.daemonShuttingDown) }
-        if entries.count >= limits.maxConnections {
-            return .failure(WireError(.insufficientResources, "too many connections (limit \(limits.maxConnections))"))
-        }
-        if !admin {
-            if nonAdmin >= limits.nonAdminSlots {
-                return .failure(WireError(.insufficientResources, "all \(limits.nonAdminSlots) connection slots for non-admin clients are in use (the other \(limits.maxConnections - limits.nonAdminSlots) are reserved for admins)"))
-            }
-            if perUser[peer.uid, default: 0] >= limits.maxPerUser {
-                return .failure(WireError(.insufficientResources, "too many connections from uid \(peer.uid) (limit \(limits.maxPerUser) per user)"))
-            }
-            nonAdmin += 1
-            perUser[peer.uid, default: 0] += 1
-        }
+        let slot: PeerSlots.Peer = host.map { .network(uid: peer.uid, host: $0) } ?? .local(uid: peer.uid, admin: admin)
+        if let refusal = slots.admit(slot) { return .failure(refusal.wire) }
         let id = nextID
         nextID += 1
         total += 1
-        entries[id] = Entry(channel: channel, peer: peer, admin: admin)
+        entries[id] = Entry(channel: channel, peer: peer, slot: slot)
         return .success(id)
     }
 
     func remove(_ id: Int) {
-        guard let entry = entries.removeValue(forKey: id), !entry.admin else { return }
-        nonAdmin -= 1
-        let left = perUser[entry.peer.uid, default: 1] - 1
-        perUser[entry.peer.uid] = left > 0 ? left : nil
+        guard let entry = entries.removeValue(forKey: id) else { return }
+        slots.release(entry.slot)
     }
 
     func setAppID(_ appID: String, for id: Int) {

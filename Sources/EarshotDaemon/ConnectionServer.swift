@@ -8,7 +8,8 @@ struct ConnectionServer: Sendable {
     let registry: ConnectionRegistry
     let logger: Logger
     let channelOptions: FrameChannel.Options
-    let limits: ConnectionLimits
+    /// Refusals, logged once per burst.
+    let refusals: RefusalLog
 
     /// Serves until `accepted` ends (the listener stopped) and every connection has closed.
     /// `networkAppID`: the app every TCP peer acts as.
@@ -24,10 +25,11 @@ struct ConnectionServer: Sendable {
         let channel = FrameChannel(fd: connection.fd, options: channelOptions, label: "earshot.connection")
         channel.start()
         let id: Int
-        switch await registry.add(channel, peer: connection.peer, admin: connection.admin, limits: limits) {
+        switch await registry.add(channel, peer: connection.peer, admin: connection.admin, host: connection.host) {
         case .success(let admitted): id = admitted
         case .failure(let reason):
-            logger.info("refused a connection: \(reason.message)", ["peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"])
+            let peer = connection.host.map { "Wyoming-TCP peer \($0)" } ?? "uid \(connection.peer.uid) on the socket"
+            refusals.refused(peer, reason.message, ["peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"])
             channel.post(DaemonHarness.errorFrame(reason, id: nil))
             channel.closeAfterFlush()
             return

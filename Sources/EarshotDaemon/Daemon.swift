@@ -89,7 +89,10 @@ public struct Daemon: Sendable {
         }
 
         let limits = DaemonLimits(frame: config.frameLimits, maxConnections: config.int("Limits.MaxConnections"))
-        let registry = ConnectionRegistry()
+        let registry = ConnectionRegistry(limits: ConnectionLimits(
+            maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
+            adminReserved: config.int("Limits.AdminReservedConnections"), maxPerAddress: config.int("Limits.MaxConnectionsPerAddress")))
+        let refusals = RefusalLog(logger: logger, clock: clock)
         let facts = DaemonFacts(config: config, paths: paths, socketPath: listener.path, socketActivated: listener.activated,
                                 started: .now, limits: limits)
         let speech = SpeechService(settings: SpeechSettings(
@@ -113,12 +116,10 @@ public struct Daemon: Sendable {
         let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
         let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec"),
                                                   frameTimeout: config.seconds("Limits.HandshakeTimeoutSec"), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
-        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions,
-                                      limits: ConnectionLimits(maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
-                                                               adminReserved: config.int("Limits.AdminReservedConnections")))
+        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions, refusals: refusals)
         let http: [HTTPListener]
         do {
-            http = try await openHTTP(config, paths: paths, mainSocket: listener.path, harness: harness, admins: admins, metrics: metrics)
+            http = try await openHTTP(config, paths: paths, mainSocket: listener.path, harness: harness, admins: admins, metrics: metrics, refusals: refusals, clock: clock)
         } catch {
             logger.error("cannot serve HTTP: \(error)")
             listener.stop()
@@ -260,26 +261,36 @@ public struct Daemon: Sendable {
     /// The HTTP front's listeners: its Unix socket (`[HTTP] Socket`; beside the main one by
     /// default, unless `off`) and TCP (`[HTTP] Listen`, off by default).
     func openHTTP(_ config: DaemonConfig, paths: DaemonPaths, mainSocket: String?, harness: DaemonHarness, admins: AdminPolicy,
-                  metrics: DaemonMetrics) async throws -> [HTTPListener] {
+                  metrics: DaemonMetrics, refusals: RefusalLog, clock: any ServiceClock) async throws -> [HTTPListener] {
         let scratch = paths.cacheDirectory + "/http-uploads"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: config.int("HTTP.MaxConnections"),
-                                idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"))
+        let pace = HTTPPace(headerTimeout: .seconds(config.seconds("HTTP.HeaderTimeoutSec")),
+                            minimumBodyBytesPerSecond: config.int("HTTP.MinUploadBytesPerSec"),
+                            rateWindow: .seconds(config.seconds("HTTP.UploadRateWindowSec")), maximumUpload: .seconds(config.seconds("HTTP.MaxUploadSec")))
+        let maxConnections = config.int("HTTP.MaxConnections")
+        let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: maxConnections,
+                                idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"), pace: pace)
+        // Per uid (Unix socket) and per address (TCP, within the network user's share of the
+        // front); 1/16 of the front for admins, so one can always scrape /metrics.
+        let reserved = max(1, maxConnections / 16)
+        let slots = ConnectionLimits(maxConnections: maxConnections, maxPerUser: config.int("HTTP.MaxConnectionsPerPeer"), adminReserved: reserved,
+                                     maxPerAddress: config.int("HTTP.MaxConnectionsPerPeer"), maxNetworkUser: maxConnections - reserved)
         var network = HTTPNetworkAccess()
         network.user = .networkUser(ConfigValidation.uid(ofUser: config["HTTP.User"]) ?? 65534)
         network.anonymousApp = config["HTTP.AllowAnonymous"] == "yes" ? "http-anonymous" : nil
         network.metrics = HTTPNetworkAccess.MetricsAccess(rawValue: config["HTTP.TCPMetrics"]) ?? .key
         if !config["HTTP.KeyFile"].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config["HTTP.KeyFile"]) }
-        let front = HTTPFront(harness: harness, admins: admins, metrics: metrics, network: network, scratch: scratch)
+        let front = HTTPFront(harness: harness, admins: admins, metrics: metrics, network: network, scratch: scratch,
+                              admission: HTTPAdmission(limits: slots), refusals: refusals)
         var listeners: [HTTPListener] = []
         let configured = config["HTTP.Socket"]
         if configured != "off" {
             let path = configured.isEmpty ? ((mainSocket ?? paths.socket) as NSString).deletingLastPathComponent + "/http.sock" : configured
-            listeners.append(try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits, handler: front))
+            listeners.append(try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits, clock: clock, handler: front))
         }
         if let endpoint = TCPSocket.endpoint(config["HTTP.Listen"]) {
             do {
-                listeners.append(try HTTPListener(host: endpoint.host, port: endpoint.port, limits: limits, handler: front))
+                listeners.append(try HTTPListener(host: endpoint.host, port: endpoint.port, limits: limits, clock: clock, handler: front))
             } catch {
                 for listener in listeners { await listener.stop() }
                 throw error

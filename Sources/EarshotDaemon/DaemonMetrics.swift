@@ -20,6 +20,7 @@ final class DaemonMetrics: AssetObserver {
     let errors: MetricsRegistry.Family
     let admissionRefusals: MetricsRegistry.Family
     let httpRequests: MetricsRegistry.Family
+    let httpSlowClients: MetricsRegistry.Family
     private let realTimeFactor: MetricsRegistry.Family
     private let speechWithoutText: MetricsRegistry.Family
     private let speechWithoutTextSeconds: MetricsRegistry.Family
@@ -55,6 +56,8 @@ final class DaemonMetrics: AssetObserver {
                                              labels: ["engine"], buckets: Self.latencyBuckets)
         errors = registry.family("earshot_errors_total", "Errors sent to clients, by wire code.", kind: .counter, labels: ["code"])
         admissionRefusals = registry.family("earshot_admission_refusals_total", "Requests refused at an admission limit (sessions, connections).", kind: .counter)
+        httpSlowClients = registry.family("earshot_http_slow_clients_total", "HTTP connections cut for sending too slowly, by rule (headers, body_rate, upload_time).", kind: .counter,
+                                          labels: ["rule"])
         httpRequests = registry.family("earshot_http_requests_total", "HTTP requests by route and status.", kind: .counter, labels: ["route", "status"])
         modelLoads = registry.family("earshot_model_loads_total", "Model loads since start (a shared model loads once).", kind: .counter)
         modelsLoaded = registry.family("earshot_models_loaded", "Models in memory now: shared ones, and per-session decoders once per asset.", kind: .gauge)
@@ -75,6 +78,7 @@ final class DaemonMetrics: AssetObserver {
         // Known label values start at zero, so a first failure is a change a rate() sees.
         for check in VerificationCheck.allCases { verificationFailures.add(0, check.rawValue) }
         for kind in ["install", "update"] { installJobsStarted.add(0, kind) }
+        for rule in ["headers", "body_rate", "upload_time"] { httpSlowClients.add(0, rule) }
         for counter in [downloadedBytes, gcRuns, gcFreedBytes, admissionRefusals, speechWithoutText, speechWithoutTextSeconds] { counter.add(0) }
     }
 

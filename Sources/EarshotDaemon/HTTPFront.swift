@@ -50,15 +50,61 @@ struct HTTPFront: HTTPHandler {
     let network: HTTPNetworkAccess
     /// Session-table keys for HTTP requests, in a range the socket's connection ids never reach.
     let requestIDs = RequestIDs()
+    /// Connection slots per uid and per address.
+    let admission: HTTPAdmission
+    let admins: AdminPolicy
+    /// Refusals and cut slow clients, logged once per burst.
+    let refusals: RefusalLog
 
-    init(harness: DaemonHarness, admins: AdminPolicy, metrics: DaemonMetrics, network: HTTPNetworkAccess, scratch: String) {
+    init(harness: DaemonHarness, admins: AdminPolicy, metrics: DaemonMetrics, network: HTTPNetworkAccess, scratch: String,
+         admission: HTTPAdmission, refusals: RefusalLog) {
         coordinator = harness.coordinator
+        self.admission = admission
+        self.admins = admins
+        self.refusals = refusals
         self.network = network
         errors = harness.errors
         self.metrics = metrics
         transcription = OpenAITranscription(coordinator: harness.coordinator, errors: harness.errors, scratch: scratch)
         earshot = EarshotHTTPRoutes(harness: harness, admins: admins, networkUser: network.user)
     }
+
+    // MARK: - Connections
+
+    /// The slot accounting's view of `peer`: a local uid (admins have the reserve and no per-uid
+    /// cap), or a TCP address acting as the network user.
+    func slotPeer(_ peer: HTTPPeer) -> PeerSlots.Peer {
+        switch peer {
+        case .local(let credentials): .local(uid: credentials.uid, admin: admins.isAdmin(credentials))
+        case .network(let host, _): .network(uid: network.user.uid, host: host)
+        }
+    }
+
+    static func describe(_ peer: PeerSlots.Peer) -> String {
+        switch peer {
+        case .local(let uid, _): "uid \(uid) on the HTTP socket"
+        case .network(_, let host): "HTTP peer \(host)"
+        }
+    }
+
+    func admit(_ peer: HTTPPeer) -> HTTPResponse? {
+        let slot = slotPeer(peer)
+        guard let refusal = admission.admit(slot) else { return nil }
+        metrics.admissionRefusals.add(1)
+        let response = HTTPResponse.openAIError(refusal.everyone ? 503 : 429, refusal.message, code: ErrorCode.insufficientResources.rawValue)
+        metrics.httpRequests.add(1, "connection", String(response.status))
+        refusals.refused(Self.describe(slot), refusal.message)
+        return response
+    }
+
+    func closed(_ peer: HTTPPeer) { admission.release(slotPeer(peer)) }
+
+    func cut(_ peer: HTTPPeer, because reason: HTTPSlowClient) {
+        metrics.httpSlowClients.add(1, reason.label)
+        refusals.refused(Self.describe(slotPeer(peer)), "connection closed: \(reason)")
+    }
+
+    // MARK: - Requests
 
     func screen(_ head: HTTPRequestHead) -> HTTPResponse? {
         let refused = refusal(head)
@@ -166,6 +212,21 @@ struct HTTPFront: HTTPHandler {
             return .openAIError(errors.wire(error))
         }
     }
+}
+
+/// The HTTP front's connection slots: the socket front's accounting (``PeerSlots``) under a lock,
+/// since the server's accept queue takes slots and connection threads give them back.
+final class HTTPAdmission: @unchecked Sendable {
+    // Unchecked: `slots` is guarded by `lock`.
+    private let lock = NSLock()
+    private var slots: PeerSlots
+
+    init(limits: ConnectionLimits) { slots = PeerSlots(limits: limits) }
+
+    func admit(_ peer: PeerSlots.Peer) -> PeerSlots.Refusal? { lock.withLock { slots.admit(peer) } }
+    func release(_ peer: PeerSlots.Peer) { lock.withLock { slots.release(peer) } }
+    /// Connections held now.
+    var count: Int { lock.withLock { slots.total } }
 }
 
 /// Hands out session-table keys for HTTP requests (each request is its own "connection" to the

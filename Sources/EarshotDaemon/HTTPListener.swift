@@ -11,25 +11,25 @@ final class HTTPListener: Sendable {
     private let server: HTTPServer
 
     /// Binds `path` (replacing a stale socket, never any other file) and starts serving.
-    convenience init(path: String, mode: mode_t, limits: HTTPLimits, handler: any HTTPHandler) throws {
+    convenience init(path: String, mode: mode_t, limits: HTTPLimits, clock: any ServiceClock, handler: any HTTPHandler) throws {
         var status = stat()
         if lstat(path, &status) == 0 {
             guard status.st_mode & S_IFMT == S_IFSOCK else { throw ListenerError.pathOccupied(path) }
             unlink(path)
         }
         let fd = try UnixSocket.listen(path: path, mode: mode)
-        try self.init(fd: fd, path: path, local: true, limits: limits, handler: handler)
+        try self.init(fd: fd, path: path, local: true, limits: limits, clock: clock, handler: handler)
     }
 
     /// Listens on TCP `host:port` and starts serving (peers identified by key, not credentials).
-    convenience init(host: String, port: UInt16, limits: HTTPLimits, handler: any HTTPHandler) throws {
+    convenience init(host: String, port: UInt16, limits: HTTPLimits, clock: any ServiceClock, handler: any HTTPHandler) throws {
         let fd = try TCPSocket.listen(host: host, port: port)
-        try self.init(fd: fd, path: nil, local: false, limits: limits, handler: handler)
+        try self.init(fd: fd, path: nil, local: false, limits: limits, clock: clock, handler: handler)
     }
 
-    private init(fd: Int32, path: String?, local: Bool, limits: HTTPLimits, handler: any HTTPHandler) throws {
+    private init(fd: Int32, path: String?, local: Bool, limits: HTTPLimits, clock: any ServiceClock, handler: any HTTPHandler) throws {
         do {
-            server = try HTTPServer(listening: fd, local: local, limits: limits, handler: handler)
+            server = try HTTPServer(listening: fd, local: local, limits: limits, clock: clock, handler: handler)
         } catch {
             close(fd)
             if let path { unlink(path) }

@@ -30,6 +30,8 @@ struct AcceptedConnection: Sendable {
     /// Accepted over TCP: the peer has no kernel identity (``peer`` is the configured one) and
     /// reaches only the routes open to the network.
     var network = false
+    /// A TCP peer's address (without port): connections are limited per address.
+    var host: String?
 }
 
 /// The listening socket: our own (created, stale one replaced, removed at stop) or one passed by
@@ -127,7 +129,8 @@ final class Listener: @unchecked Sendable {
                     do throws(SystemError) {
                         guard let client = try UnixSocket.accept(fd) else { return }
                         if let networkIdentity {
-                            continuation.yield(AcceptedConnection(fd: client, peer: networkIdentity, admin: false, network: true))
+                            continuation.yield(AcceptedConnection(fd: client, peer: networkIdentity, admin: false, network: true,
+                                                                  host: TCPSocket.peer(client)?.host ?? "unknown"))
                             continue
                         }
                         do throws(SystemError) {

@@ -6,7 +6,7 @@ import Foundation
 final class Exchange: @unchecked Sendable {
     private unowned let server: HTTPServer
     private let connection: OpaquePointer
-    private let fd: Int32
+    let fd: Int32
     let head: HTTPRequestHead
     private var body = Data()
     private var receivedBytes = 0
@@ -48,6 +48,7 @@ final class Exchange: @unchecked Sendable {
     func received(_ bytes: UnsafeRawBufferPointer) -> MHD_Result {
         if responded { return earshot_mhd_yes }
         receivedBytes += bytes.count
+        server.watch.received(fd, bytes: bytes.count)
         if receivedBytes > server.limits.maxBodyBytes {
             // A body with no declared length found too large while reading: read on without
             // keeping it, so the client is still listening when the 413 goes out; a client that
@@ -67,6 +68,9 @@ final class Exchange: @unchecked Sendable {
 
     /// The body is complete: run the handler and queue its response (or close if the client left).
     func finished() -> MHD_Result {
+        // The request is in: the client owes nothing more (a body still arriving after an early
+        // answer stays under the pace rules until then).
+        server.watch.answering(fd)
         if responded { return earshot_mhd_yes }
         if receivedBytes > server.limits.maxBodyBytes { return reject(.bodyTooLarge(limit: server.limits.maxBodyBytes)) }
         if let postProcessor {

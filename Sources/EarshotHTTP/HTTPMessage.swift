@@ -5,7 +5,13 @@ import Foundation
 /// network address (TCP: no kernel identity, so callers authenticate by key).
 public enum HTTPPeer: Sendable, Hashable {
     case local(PeerCredentials)
-    case network(address: String)
+    /// A numeric host and port.
+    case network(host: String, port: UInt16)
+
+    /// A network peer from ``TCPSocket/peer(_:)`` (`unknown` when the socket could not say).
+    static func network(_ address: (host: String, port: UInt16)?) -> HTTPPeer {
+        .network(host: address?.host ?? "unknown", port: address?.port ?? 0)
+    }
 }
 
 /// A request's line and headers: what the server knows before the body arrives.
@@ -136,9 +142,20 @@ public protocol HTTPHandler: Sendable {
     func rejection(_ reason: HTTPRejection, head: HTTPRequestHead) -> HTTPResponse
     /// The response to a complete request. Cancelled when the client disconnects or the server stops.
     func respond(to request: HTTPRequest) async -> HTTPResponse
+    /// A new connection from `peer`, before anything is read: nil admits it; a response refuses it
+    /// (sent at once, then the connection is closed). Every admitted connection is later
+    /// ``closed(_:)``. Called on the server's accept queue: do not block.
+    func admit(_ peer: HTTPPeer) -> HTTPResponse?
+    /// A connection ``admit(_:)`` let in has closed.
+    func closed(_ peer: HTTPPeer)
+    /// The server cut a connection of `peer` that broke ``HTTPPace``.
+    func cut(_ peer: HTTPPeer, because reason: HTTPSlowClient)
 }
 
 extension HTTPHandler {
+    public func admit(_ peer: HTTPPeer) -> HTTPResponse? { nil }
+    public func closed(_ peer: HTTPPeer) {}
+    public func cut(_ peer: HTTPPeer, because reason: HTTPSlowClient) {}
     public func screen(_ head: HTTPRequestHead) -> HTTPResponse? { nil }
     public func rejection(_ reason: HTTPRejection, head: HTTPRequestHead) -> HTTPResponse {
         switch reason {

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Dispatch
 import EarshotSystem
 import Foundation
 
@@ -6,15 +7,19 @@ import Foundation
 public struct HTTPLimits: Sendable, Hashable {
     /// Largest request body accepted (uploads beyond it get 413 without being buffered).
     public var maxBodyBytes: Int
-    /// Connections served at once (one thread each); further clients wait in the listen backlog.
+    /// Connections served at once (one thread each); the handler's ``HTTPHandler/admit(_:)``
+    /// shares them out between peers, and this is libmicrohttpd's own backstop.
     public var maxConnections: Int
-    /// Seconds of inactivity (no bytes either way) before a connection is closed: bounds slow uploads.
+    /// Seconds of inactivity (no bytes either way) before a connection is closed.
     public var idleTimeoutSeconds: Int
+    /// What a client must send by when (headers, body rate, whole upload).
+    public var pace: HTTPPace
 
-    public init(maxBodyBytes: Int = 25 << 20, maxConnections: Int = 32, idleTimeoutSeconds: Int = 30) {
+    public init(maxBodyBytes: Int = 25 << 20, maxConnections: Int = 32, idleTimeoutSeconds: Int = 30, pace: HTTPPace = HTTPPace()) {
         self.maxBodyBytes = maxBodyBytes
         self.maxConnections = maxConnections
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.pace = pace
     }
 }
 
@@ -31,42 +36,71 @@ public enum HTTPServerError: Error, Sendable, CustomStringConvertible {
 /// An HTTP/1.1 server (libmicrohttpd) on a socket that is already listening: a Unix socket, whose
 /// peers are identified by `SO_PEERCRED`, or a TCP socket, whose peers are identified by address.
 ///
-/// Every connection has its own libmicrohttpd thread, so a request waiting for its handler (an
-/// async function on the Swift pool) or a slow upload holds only its own thread, never the
-/// cooperative pool or another client. Bodies are bounded by ``HTTPLimits/maxBodyBytes`` and
-/// forms are parsed by libmicrohttpd's post processor. A handler is cancelled when its client
-/// hangs up or the server stops.
+/// The server accepts on its own queue and asks the handler to ``HTTPHandler/admit(_:)`` each
+/// peer before libmicrohttpd gets the connection: a refused one is answered at once and closed,
+/// costing no thread. Every admitted connection has its own libmicrohttpd thread, so a request
+/// waiting for its handler (an async function on the Swift pool) holds only its own thread, never
+/// the cooperative pool or another client; ``HTTPPace`` (on the injected clock) cuts connections
+/// whose headers, body rate or upload take too long, so a trickle cannot hold a thread. Bodies are
+/// bounded by ``HTTPLimits/maxBodyBytes`` and forms are parsed by libmicrohttpd's post processor.
+/// A handler is cancelled when its client hangs up or the server stops.
 public final class HTTPServer: @unchecked Sendable {
     public let limits: HTTPLimits
     let handler: any HTTPHandler
     private let listenFD: Int32
     private let isLocal: Bool
+    private let clock: any ServiceClock
+    let watch: ConnectionWatch
     private var daemon: OpaquePointer?
+    private let acceptQueue = DispatchQueue(label: "earshot.http.accept")
+    private var acceptSource: DispatchSourceRead?
+    /// Refused connections lingering (``answer(_:_:)``); on `acceptQueue`.
+    private var lingering = 0
+    private var sweeper: Task<Void, Never>?
     private let lock = NSLock()
     // Guarded by `lock`.
     private var exchanges: [ObjectIdentifier: Exchange] = [:]
     private var stopping = false
 
     /// Starts serving `listenFD` (which the caller keeps owning and closes after ``stop()``).
-    /// `local`: the socket is a Unix socket (peers carry credentials).
-    public init(listening listenFD: Int32, local: Bool, limits: HTTPLimits = HTTPLimits(), handler: any HTTPHandler) throws(HTTPServerError) {
+    /// `local`: the socket is a Unix socket (peers carry credentials). `clock` times ``HTTPPace``.
+    public init(listening listenFD: Int32, local: Bool, limits: HTTPLimits = HTTPLimits(), clock: any ServiceClock = SystemServiceClock(),
+                handler: any HTTPHandler) throws(HTTPServerError) {
         self.listenFD = listenFD
         self.isLocal = local
         self.limits = limits
         self.handler = handler
+        self.clock = clock
+        watch = ConnectionWatch(pace: limits.pace)
         let me = Unmanaged.passUnretained(self).toOpaque()
         // Per-connection buffer: headers and form chunks, not the body (bodies are copied out).
         let memory = 128 << 10
-        guard let daemon = earshot_mhd_start(listenFD, UInt32(limits.maxConnections), UInt32(limits.idleTimeoutSeconds), memory,
-                                             HTTPServer.access, me, HTTPServer.completed, me) else {
+        guard let daemon = earshot_mhd_start_fed(UInt32(limits.maxConnections), UInt32(limits.idleTimeoutSeconds), memory,
+                                                 HTTPServer.access, me, HTTPServer.completed, me, HTTPServer.notified, me) else {
             throw .startFailed(listenFD: listenFD)
         }
         self.daemon = daemon
+        startAccepting()
+        sweeper = Task { [watch, clock, weak self] in
+            while !Task.isCancelled {
+                do { try await clock.sleep(for: .seconds(1)) } catch { return }
+                watch.sweep(at: clock.elapsed) { fd, peer, why in
+                    // The connection's thread sees the end of its socket and closes it.
+                    shutdown(fd, Int32(SHUT_RDWR))
+                    self?.handler.cut(peer, because: why)
+                }
+            }
+        }
     }
 
     /// Stops accepting, cancels running handlers and waits for the connection threads to end.
     /// Blocking: call it from a dedicated thread, not the cooperative pool.
     public func stop() {
+        acceptQueue.sync {
+            acceptSource?.cancel()
+            acceptSource = nil
+        }
+        sweeper?.cancel()
         let running: [Exchange] = lock.withLock {
             stopping = true
             return Array(exchanges.values)
@@ -77,6 +111,107 @@ public final class HTTPServer: @unchecked Sendable {
             self.daemon = nil
         }
     }
+
+    // MARK: - Accepting
+
+    private func startAccepting() {
+        acceptQueue.sync {
+            let source = DispatchSource.makeReadSource(fileDescriptor: listenFD, queue: acceptQueue)
+            source.setEventHandler { [weak self] in self?.acceptWaiting() }
+            acceptSource = source
+            source.resume()
+        }
+    }
+
+    /// Accepts every waiting connection: admitted ones go to libmicrohttpd, refused ones are
+    /// answered and closed here.
+    private func acceptWaiting() {
+        while let daemon {
+            let client: Int32
+            do throws(SystemError) {
+                guard let accepted = try UnixSocket.accept(listenFD) else { return }
+                client = accepted
+            } catch {
+                // Out of fds: the next readiness event tries again.
+                return
+            }
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(client, $0, &length) } }
+            let peer: HTTPPeer
+            if isLocal {
+                guard let credentials = try? PeerCredentials.of(socket: client) else {
+                    close(client)
+                    continue
+                }
+                peer = .local(credentials)
+            } else {
+                peer = .network(TCPSocket.peer(client))
+            }
+            if let refusal = handler.admit(peer) {
+                answer(client, refusal)
+                continue
+            }
+            watch.admitted(client, peer: peer, at: clock.elapsed)
+            let added = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { MHD_add_connection(daemon, client, $0, length) }
+            }
+            if added != earshot_mhd_yes, watch.closed(client) != nil {
+                // libmicrohttpd closed the socket: the slot goes back.
+                handler.closed(peer)
+            }
+        }
+    }
+
+    /// Writes `response` to a connection refused before anything was read and ends its side. The
+    /// socket lingers (on the accept queue, no thread) reading and dropping what the client sends
+    /// until it hangs up or ``refusalLinger`` passes, so the client can finish sending its request
+    /// and then read the answer; past ``maxLingering`` refused connections it is closed at once.
+    private func answer(_ fd: Int32, _ response: HTTPResponse) {
+        guard case .bytes(let body) = response.body else {
+            close(fd)
+            return
+        }
+        var head = "HTTP/1.1 \(response.status) \(String(cString: MHD_get_reason_phrase_for(UInt32(response.status))))\r\n"
+        for header in response.headers { head += "\(header.name): \(header.value)\r\n" }
+        head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        let message = Data(head.utf8) + body
+        _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+        shutdown(fd, Int32(SHUT_WR))
+        guard lingering < Self.maxLingering else {
+            close(fd)
+            return
+        }
+        lingering += 1
+        let linger = Linger(fd: fd, queue: acceptQueue) { [weak self] in self?.lingering -= 1 }
+        acceptQueue.asyncAfter(deadline: .now() + Self.refusalLinger) { linger.end() }
+    }
+
+    /// A refused connection reading and dropping its client's bytes until the client hangs up or
+    /// ``end()``; then closed. Used on one queue only.
+    private final class Linger: @unchecked Sendable {
+        private let source: any DispatchSourceRead
+
+        init(fd: Int32, queue: DispatchQueue, ended: @escaping @Sendable () -> Void) {
+            source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [source] in
+                var scratch = [UInt8](repeating: 0, count: 16 << 10)
+                if recv(fd, &scratch, scratch.count, Int32(MSG_DONTWAIT)) <= 0 { source.cancel() }
+            }
+            source.setCancelHandler {
+                close(fd)
+                ended()
+            }
+            source.resume()
+        }
+
+        func end() { source.cancel() }
+    }
+
+    /// How long a refused connection may linger: 1 s.
+    static let refusalLinger = DispatchTimeInterval.seconds(1)
+    /// Most refused connections lingering at once.
+    static let maxLingering = 256
 
     /// The libmicrohttpd version, for `--version`.
     public static var libraryVersion: String { String(cString: MHD_get_version()) }
@@ -100,12 +235,26 @@ public final class HTTPServer: @unchecked Sendable {
         return exchange.finished()
     }
 
+    /// A connection starts (its fd is kept as its socket context) or closes (its slot goes back).
+    private static let notified: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
+        guard let cls, let connection, let socketContext else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        if code == earshot_mhd_notify_closed {
+            guard let stored = socketContext.pointee else { return }
+            socketContext.pointee = nil
+            if let peer = server.watch.closed(Int32(Int(bitPattern: stored) - 1)) { server.handler.closed(peer) }
+        } else {
+            socketContext.pointee = UnsafeMutableRawPointer(bitPattern: Int(earshot_mhd_connection_fd(connection)) + 1)
+        }
+    }
+
     private static let completed: MHD_RequestCompletedCallback = { cls, _, context, _ in
         guard let cls, let context, let opaque = context.pointee else { return }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
         let exchange = Unmanaged<Exchange>.takeRetainedValue(Unmanaged<Exchange>.fromOpaque(opaque))()
         context.pointee = nil
         exchange.close()
+        server.watch.responded(exchange.fd, at: server.clock.elapsed)
         server.lock.withLock { _ = server.exchanges.removeValue(forKey: ObjectIdentifier(exchange)) }
     }
 
@@ -115,10 +264,11 @@ public final class HTTPServer: @unchecked Sendable {
         if isLocal, fd >= 0, let credentials = try? PeerCredentials.of(socket: fd) {
             peer = .local(credentials)
         } else {
-            peer = .network(address: Self.address(earshot_mhd_client_address(connection)))
+            peer = .network(TCPSocket.peer(fd))
         }
         let head = HTTPRequestHead(method: method, path: url, query: Self.values(connection, earshot_mhd_argument_kind),
                                    headers: Self.values(connection, earshot_mhd_header_kind), peer: peer)
+        watch.headersEnded(fd, at: clock.elapsed)
         let exchange = Exchange(server: self, connection: connection, fd: fd, head: head)
         let refused = lock.withLock {
             if stopping { return true }
@@ -142,14 +292,4 @@ public final class HTTPServer: @unchecked Sendable {
         return box.values
     }
 
-    private static func address(_ address: UnsafePointer<sockaddr>?) -> String {
-        guard let address else { return "unknown" }
-        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
-        let length = socklen_t(address.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
-        guard getnameinfo(address, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV) == 0 else { return "unknown" }
-        let name = String(cBuffer: host)
-        let port = String(cBuffer: service)
-        return name.contains(":") ? "[\(name)]:\(port)" : "\(name):\(port)"
-    }
 }

@@ -50,6 +50,22 @@ public enum TCPSocket {
         }
     }
 
+    /// The numeric host and port of connected socket `fd`'s peer.
+    public static func peer(_ fd: Int32) -> (host: String, port: UInt16)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        let found = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                getpeername(fd, address, &length) == 0
+                    && getnameinfo(address, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV) == 0
+            }
+        }
+        guard found, Int32(storage.ss_family) == AF_INET || Int32(storage.ss_family) == AF_INET6 else { return nil }
+        return (String(cBuffer: host), UInt16(String(cBuffer: service)) ?? 0)
+    }
+
     /// Whether `host` is a loopback address.
     public static func isLoopback(_ host: String) -> Bool { host == "::1" || host.hasPrefix("127.") || host == "localhost" }
 }

@@ -41,11 +41,11 @@ import TestSupport
         let socket: String
         let fd: Int32
         let server: HTTPServer
-        init(limits: HTTPLimits = HTTPLimits(), handler: any HTTPHandler = Echo()) throws {
+        init(limits: HTTPLimits = HTTPLimits(), clock: any ServiceClock = SystemServiceClock(), handler: any HTTPHandler = Echo()) throws {
             directory = try TempDirectory("http")
             socket = directory.file("http.sock")
             fd = try UnixSocket.listen(path: socket, mode: 0o600)
-            server = try HTTPServer(listening: fd, local: true, limits: limits, handler: handler)
+            server = try HTTPServer(listening: fd, local: true, limits: limits, clock: clock, handler: handler)
         }
         func curl(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
             try await ChildProcess.run("/usr/bin/curl", ["-sS", "--unix-socket", socket, "-w", "\n%{http_code}"] + arguments, in: directory)

@@ -42,13 +42,14 @@ let package = Package(
         .systemLibrary(name: "CSherpaOnnx", pkgConfig: "sherpa-onnx"),
         // glibc's <malloc.h> (part of libc; nothing to link).
         .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CTerminal"),
         // The engine process's `sincos`: libm's values, cached for sherpa-onnx's Whisper front end.
         .target(name: "CSincosCache"),
 
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
         .target(name: "EarshotTranscript", dependencies: ["EarshotWire"], exclude: ["README.md"]),
-        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript"], exclude: ["README.md"]),
+        .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript", "CTerminal"], exclude: ["README.md"]),
         .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
             "EarshotWire", "EarshotSystem", "CCurl", "CSQLite", "CArchive", "CCrypto",
@@ -80,6 +81,7 @@ let package = Package(
 
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
         .testTarget(name: "CSincosCacheTests", dependencies: ["CSincosCache"]),
+        .testTarget(name: "EarshotCommandLineTests", dependencies: ["EarshotCommandLine"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),

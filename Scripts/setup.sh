@@ -22,7 +22,7 @@ APT_PACKAGES=(
   # pronounces contextual words the PocketSphinx dictionary lacks)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng
   # tools the tests drive for real
-  systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils sox
+  systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils sox tmux
   # zeroconf: a private D-Bus and avahi-daemon, browsed with avahi-browse
   dbus-daemon avahi-daemon avahi-utils
 )

@@ -50,7 +50,9 @@ enum TranscribeCommand {
         for file in live ? [mic ? "microphone" : "-"] : files {
             let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
             let analyzer = SpeechAnalyzer(modules: [module], options: options)
-            let display = live ? LiveLine(textToStdout: !(arguments.has("json") || arguments.has("srt") || arguments.has("vtt"))) : nil
+            // Final text on stdout (stderr when stdout carries JSON or subtitles); volatile text
+            // redrawn in place on the terminal.
+            let display = live ? LiveTranscriptRenderer.onStandardError(finalsToStderr: arguments.has("json") || arguments.has("srt") || arguments.has("vtt")) : nil
             let collector = Task { try await segments(of: module, live: display) }
             do {
                 let last = if mic {
@@ -132,13 +134,14 @@ enum TranscribeCommand {
     }
 
     /// The module's final results as segments, and its volatile texts to `volatile`.
-    static func segments(of module: any SpeechModule, live: LiveLine?) async throws -> [TranscriptSegment] {
+    static func segments(of module: any SpeechModule, live: LiveTranscriptRenderer?) async throws -> [TranscriptSegment] {
         if let transcriber = module as? SpeechTranscriber { return try await segments(transcriber.results, live: live) }
         return try await segments((module as! DictationTranscriber).results, live: live)
     }
 
-    static func segments<M>(_ results: ModuleResults<TranscriptionResult<M>>, live: LiveLine?) async throws -> [TranscriptSegment] {
+    static func segments<M>(_ results: ModuleResults<TranscriptionResult<M>>, live: LiveTranscriptRenderer?) async throws -> [TranscriptSegment] {
         var segments: [TranscriptSegment] = []
+        defer { live?.finish() }
         for try await result in results {
             if result.isFinal {
                 let segment = TranscriptSegment(result)
@@ -163,21 +166,5 @@ enum TranscribeCommand {
         if arguments.has("srt") { return TranscriptFormatter.srt(segments) }
         if arguments.has("vtt") { return TranscriptFormatter.vtt(segments) }
         return TranscriptFormatter.text(segments) + "\n"
-    }
-}
-
-/// Volatile text redrawn in place on a terminal (stderr); final text committed to stdout (or to
-/// stderr when stdout carries JSON or subtitles).
-final class LiveLine: @unchecked Sendable {
-    private let tty = isatty(2) == 1
-    private let textToStdout: Bool
-    init(textToStdout: Bool) { self.textToStdout = textToStdout }
-    func show(_ text: String) {
-        guard tty else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K\u{1B}[2m\(text.suffix(200))\u{1B}[0m".utf8))
-    }
-    func commit(_ text: String) {
-        if tty { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-        (textToStdout ? FileHandle.standardOutput : FileHandle.standardError).write(Data((text + "\n").utf8))
     }
 }

@@ -317,9 +317,13 @@ public actor SpeechAnalyzer {
         let connection = try await EarshotService.shared.connection()
         var wireOptions = options?.wire ?? AnalysisOptions()
         if recording { wireOptions.input = .recording }
+        // A busy daemon queues the open: standard error says so while it waits (Earshot extension).
         let reply = try await connection.request(
             AnalyzerOpen(modules: modules.map(\.moduleConfiguration), options: wireOptions, context: context.wire),
-            expecting: AnalyzerOpened.self)
+            expecting: AnalyzerOpened.self, progress: { frame in
+                guard let progress = try? frame.decode(AnalyzerProgress.self) else { return }
+                FileHandle.standardError.write(Data("Earshot: the daemon is busy; waiting for a free analysis slot (place \(progress.position) in its queue)\n".utf8))
+            })
         self.connection = connection
         sessionID = reply.session
         grantedKeepAlive = reply.keepAliveSeconds.map { (.seconds($0), reply.keepAliveClamped ?? false) }

@@ -98,7 +98,7 @@ actor AnalysisCoordinator {
     /// Leases the assets `modules` need, has the speech service admit and open a session on them,
     /// and returns its id. `events` receives everything the session reports, ending with `finished`.
     func open(_ modules: [ModuleConfiguration], options: AnalysisOptions, context: AnalysisContextData, for client: AnalysisClient,
-              events: @escaping @Sendable (String, AnalysisEvent) -> Void) async throws -> String {
+              queued: (@Sendable (Int) -> Void)? = nil, events: @escaping @Sendable (String, AnalysisEvent) -> Void) async throws -> String {
         guard !shuttingDown else { throw AnalysisError.shuttingDown }
         guard !modules.isEmpty else { throw AnalysisError.noModules }
         guard modules.contains(where: { $0.kind != .detector }) else { throw AnalysisError.detectorOnly }
@@ -119,7 +119,7 @@ actor AnalysisCoordinator {
             let firstResult = OnceFlag() // the first final result was counted
             let opened = ContinuousClock.now
             let metrics = self.metrics
-            let session = try await speech.open(plan) { id, event in
+            let session = try await speech.open(plan, queued: queued) { id, event in
                 switch event {
                 case .result(let result):
                     if result.isFinal, !result.text.isEmpty, !firstResult.isSet {

@@ -18,7 +18,12 @@ struct SpeechHarness: Sendable {
             .on(AnalyzerOpen.self, .admin("ignore resource limits; open the session without ignoresResourceLimits", when: { request, _ in request.options.ignoresResourceLimits })) { request, _, context in
                 let channel = try context.connection.channel
                 let connection = context.connectionID
-                let session = try await harness.coordinator.open(request.modules, options: request.options, context: request.context, for: context.client) { id, event in
+                // Told while it waits for a free slot, so it can say so.
+                let queued: @Sendable (Int) -> Void = { position in
+                    if let frame = try? Frame(AnalyzerProgress(id: request.id, position: position)) { channel.post(frame) }
+                }
+                let session = try await harness.coordinator.open(request.modules, options: request.options, context: request.context, for: context.client,
+                                                                 queued: queued) { id, event in
                     if let frame = harness.frame(for: event, session: id, connection: connection) { channel.post(frame) }
                 }
                 let unhonored = await harness.unhonored(session, uid: context.peer.uid)

@@ -137,6 +137,19 @@ public struct AnalyzerOpen: WireEvent, Hashable {
     }
 }
 
+/// `earshot.analyzer.progress`: the open request `id` waits for a free analysis slot, `position`
+/// in the queue (1: next). Sent before its `earshot.analyzer.open.result` (clients that do not
+/// know it ignore it, as every `*.progress` event).
+public struct AnalyzerProgress: WireEvent, Hashable {
+    public static let eventType = "earshot.analyzer.progress"
+    public var id: String?
+    public var position: Int
+    public init(id: String?, position: Int) {
+        self.id = id
+        self.position = position
+    }
+}
+
 /// `earshot.analyzer.open.result`: the session id and the audio format(s) to send.
 public struct AnalyzerOpened: WireEvent, Hashable {
     public static let eventType = "earshot.analyzer.open.result"

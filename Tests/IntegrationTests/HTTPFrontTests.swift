@@ -6,7 +6,7 @@ import TestSupport
 /// The HTTP front (issue 12) against the real daemon and models: `curl --unix-socket` and the
 /// unmodified `openai` client from PyPI, every response format, streaming, translation, and the
 /// documented status and error shape for bad input.
-@Suite(.serialized, .speechDaemon(config: "[HTTP]\nMaxBodyMiB=2\n[Analysis]\nMaxConcurrentAnalyses=1\n"))
+@Suite(.serialized, .speechDaemon(config: "[HTTP]\nMaxBodyMiB=2\n[Analysis]\nMaxConcurrentAnalyses=1\nMaxQueued=0\n"))
 struct HTTPFrontTests {
     static var socket: String { get throws { (try SpeechDaemon.shared().socket as NSString).deletingLastPathComponent + "/http.sock" } }
     static let utterance = SpeechFixtures.ids[0]

@@ -18,7 +18,7 @@ import TestSupport
     func hostileTrafficNeitherCrashesNorBloatsTheDaemon(seed: UInt64) async throws {
         // The fuzzer runs as root (an admin, who may ignore resource limits): cap those sessions too,
         // so the memory ceiling bounds four PocketSphinx sessions whatever the seed opens.
-        let daemon = try await SpeechDaemon.start(config: "[Limits]\nOutputStallTimeoutSec=2\n[Analysis]\nMaxConcurrentAnalyses=4\nMaxConcurrentAnalysesHard=4\n", modules: ["dictation"])
+        let daemon = try await SpeechDaemon.start(config: "[Limits]\nOutputStallTimeoutSec=2\n[Analysis]\nMaxConcurrentAnalyses=4\nMaxConcurrentAnalysesHard=4\nMaxQueued=0\n", modules: ["dictation"])
         defer { Task { await daemon.cleanUp() } }
         let pid = daemon.child.pid
         let socket = daemon.socket

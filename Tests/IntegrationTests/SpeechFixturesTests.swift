@@ -195,7 +195,15 @@ struct WireSession: Sendable {
 
     /// Opens a session: the session, or the `error` the daemon answered with.
     static func open(_ connection: TestConnection, _ modules: [ModuleConfiguration], options: AnalysisOptions = AnalysisOptions()) async throws -> (session: WireSession?, error: ErrorEvent?) {
-        let reply = try await connection.reply(to: AnalyzerOpen(modules: modules, options: options))
+        try await connection.send(AnalyzerOpen(modules: modules, options: options))
+        return try await openReply(connection)
+    }
+
+    /// The reply to an open sent on `connection`, past the progress events of a queued open.
+    static func openReply(_ connection: TestConnection, timeout: Duration = .seconds(10)) async throws -> (session: WireSession?, error: ErrorEvent?) {
+        var frame = try await connection.next(timeout: timeout)
+        while frame?.type == AnalyzerProgress.eventType { frame = try await connection.next(timeout: timeout) }
+        let reply = try #require(frame, "the connection closed before the open's reply")
         if reply.type == ErrorEvent.eventType { return (nil, try reply.decode(ErrorEvent.self)) }
         let opened = try reply.decode(AnalyzerOpened.self)
         #expect(opened.audioFormats.first == .speech16k)

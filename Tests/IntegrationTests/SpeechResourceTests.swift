@@ -4,8 +4,8 @@ import Testing
 import TestSupport
 
 /// Admission limits against the real daemon: `MaxConcurrentAnalyses`, `ignoresResourceLimits` up to
-/// `MaxConcurrentAnalysesHard`.
-@Suite(.serialized, .speechDaemon(config: "[Analysis]\nMaxConcurrentAnalyses=1\nMaxConcurrentAnalysesHard=2\n", modules: ["dictation"]))
+/// `MaxConcurrentAnalysesHard`, with no queue (`MaxQueued=0`).
+@Suite(.serialized, .speechDaemon(config: "[Analysis]\nMaxConcurrentAnalyses=1\nMaxConcurrentAnalysesHard=2\nMaxQueued=0\n", modules: ["dictation"]))
 struct SpeechLimitsTests {
     @Test func analysesBeyondTheLimitAreRefusedAtOnce() async throws {
         let daemon = try SpeechDaemon.shared()
@@ -30,6 +30,87 @@ struct SpeechLimitsTests {
         var third = try await WireSession.opened(c, [module])
         try await third.finish(.cancelNow)
         #expect(try await c.pollStats { $0.sessions == 0 }.sessions == 0)
+    }
+}
+
+/// Issue 29 item 5: a busy daemon queues opens before it refuses (`MaxConcurrentAnalyses=1`,
+/// `MaxQueued=1`): the waiting client is told its place, opens when a slot frees, and only an open
+/// beyond the queue is refused.
+@Suite(.serialized, .speechDaemon(config: "[Analysis]\nMaxConcurrentAnalyses=1\nMaxQueued=1\n", modules: ["dictation"]))
+struct SpeechQueueTests {
+    @Test func anOpenWaitsForAFreeSlotAndOnlyOneBeyondTheQueueIsRefused() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let a = try TestConnection(daemon.socket), b = try TestConnection(daemon.socket), c = try TestConnection(daemon.socket)
+        defer { a.close(); b.close(); c.close() }
+        let module = SpeechFixtures.dictation()
+        var first = try await WireSession.opened(a, [module])
+
+        // b waits: told its place, no reply yet.
+        try await b.send(AnalyzerOpen(id: "b1", modules: [module], options: AnalysisOptions()))
+        let progress = try #require(try await b.next())
+        #expect(progress.type == AnalyzerProgress.eventType && (try? progress.decode(AnalyzerProgress.self).position) == 1, "\(progress)")
+        // c finds the queue full: refused at once.
+        let began = ContinuousClock.now
+        let refused = try await WireSession.open(c, [module])
+        #expect(refused.error?.code == .insufficientResources && refused.error?.text.contains("waiting") == true, "\(String(describing: refused.error))")
+        #expect(ContinuousClock.now - began < .seconds(1), "a refusal beyond the queue does not wait")
+
+        // The slot frees: b opens.
+        try await first.finish(.cancelNow)
+        var second = try #require(try await WireSession.openReply(b, timeout: .seconds(20)).session)
+        #expect(second.opened?.id == "b1")
+        try await second.finish(.cancelNow)
+        #expect(try await c.pollStats { $0.sessions == 0 }.sessions == 0)
+    }
+
+    /// A client that goes away while queued leaves the queue: an HTTP upload waiting for the slot
+    /// gives up after a second (curl `-m 1`), and the next open takes its place in the queue
+    /// instead of being refused.
+    @Test func aClientThatGoesAwayWhileQueuedLeavesTheQueue() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let a = try TestConnection(daemon.socket), b = try TestConnection(daemon.socket)
+        defer { a.close(); b.close() }
+        var held = try await WireSession.opened(a, [SpeechFixtures.dictation()])
+        let http = (daemon.socket as NSString).deletingLastPathComponent + "/http.sock"
+        let gone = try await ChildProcess.run("/usr/bin/curl", ["-sS", "-m", "1", "--unix-socket", http, "-F", "file=@\(SpeechFixtures.path(SpeechFixtures.ids[0]))",
+                                                               "-F", "model=dictation", "http://earshot/v1/audio/transcriptions"], in: daemon.directory)
+        #expect(gone.status == 28, "curl gave up waiting: \(gone)")
+        // Its place is free again once the daemon has seen it go (the handler is cancelled).
+        var place: Frame?
+        for attempt in 0..<20 {
+            try await b.send(AnalyzerOpen(id: "b\(attempt)", modules: [SpeechFixtures.dictation()], options: AnalysisOptions()))
+            let frame = try await b.next()
+            if frame?.type == AnalyzerProgress.eventType {
+                place = frame
+                break
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(place.map { (try? $0.decode(AnalyzerProgress.self).position) == 1 } == true, "\(String(describing: place))")
+        try await held.finish(.cancelNow)
+        var next = try #require(try await WireSession.openReply(b, timeout: .seconds(20)).session)
+        try await next.finish(.cancelNow)
+    }
+}
+
+/// The issue's `xargs -P8 earshot transcribe`: half its files failed with "too many analyses at
+/// once"; with the default queue (`MaxQueued=16`) and two slots, all eight succeed.
+@Suite(.serialized, .speechDaemon(config: "[Analysis]\nMaxConcurrentAnalyses=2\n", modules: ["dictation"]))
+struct SpeechQueueCLITests {
+    @Test func eightTranscriptionsAtOnceAllSucceed() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let runs = try await withThrowingTaskGroup(of: (Int32, String, String).self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    let file = SpeechFixtures.path(SpeechFixtures.ids[index % SpeechFixtures.ids.count])
+                    return try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe", "--module", "dictation", file],
+                                                      in: daemon.directory, timeout: .seconds(120))
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(runs.allSatisfy { $0.0 == 0 && !$0.1.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }, "\(runs)")
+        #expect(runs.contains { $0.2.contains("waiting for a free analysis slot") }, "a queued client says so: \(runs.map(\.2))")
     }
 }
 

@@ -1,7 +1,8 @@
 /// Why the speech service refused or ended a session; the daemon's error map gives each its wire code.
 public enum SpeechError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Too many analyses at once (`open` running, `limit` allowed).
-    case admissionLimit(open: Int, limit: Int)
+    /// Too many analyses at once (`open` running, `limit` allowed) and the queue for a free slot
+    /// full (`queued` waiting; 0 when there is no queue).
+    case admissionLimit(open: Int, limit: Int, queued: Int = 0)
     /// An installed asset lacks files its engine needs (reinstall it).
     case incompleteAsset(String)
     /// The asset's engine is not one this daemon has.
@@ -17,7 +18,9 @@ public enum SpeechError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .admissionLimit(let open, let limit): "too many analyses at once (\(open) running, limit \(limit)); retry when one finishes"
+        case .admissionLimit(let open, let limit, 0): "too many analyses at once (\(open) running, limit \(limit)); retry when one finishes"
+        case .admissionLimit(let open, let limit, let queued):
+            "too many analyses at once (\(open) running, limit \(limit)) and \(queued) already waiting for a slot ([Analysis] MaxQueued); retry when one finishes"
         case .incompleteAsset(let what): what
         case .unknownEngine(let asset, let engine): "\(asset) needs engine '\(engine)', which this daemon does not have"
         case .unsupportedLocale(let what): what

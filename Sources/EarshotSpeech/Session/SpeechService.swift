@@ -27,10 +27,13 @@ public struct SpeechSettings: Sendable {
     /// still reads it (``RecordingSpeculation``), when it has at least
     /// ``AnalysisSession/defaultSpeculativeBacklog`` of it (a share) left to read.
     public var speculativeDecode: Bool
+    /// Opens that wait, first come first served, for a slot when ``maxConcurrentAnalyses`` run;
+    /// beyond them an open is refused (0: refused at once).
+    public var maxQueued: Int
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
                 inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
-                recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true) {
+                recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true, maxQueued: Int = 16) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
@@ -40,6 +43,7 @@ public struct SpeechSettings: Sendable {
         self.decodeSlots = max(1, decodeSlots)
         self.recordingWindowSeconds = max(0, recordingWindowSeconds)
         self.speculativeDecode = speculativeDecode
+        self.maxQueued = max(0, maxQueued)
     }
 
     /// The keep-alive `options` get: what they ask for, at most ``maxKeepAliveSeconds``; nil when
@@ -145,6 +149,8 @@ public actor SpeechService {
     private let decodeGate: DecodeGate
     /// Sessions admitted and still loading their models.
     private var opening = 0
+    /// Opens waiting for a slot.
+    private var queue = AdmissionQueue()
     private var nextID = 1
     /// Told what each decode cost (the daemon's real-time factor metrics).
     private let observer: (any SpeechObserver)?
@@ -161,15 +167,23 @@ public actor SpeechService {
         MemoryReclaim.keepLargeBlocksReturnable()
     }
 
-    /// Opens a session (or throws `insufficientResources`), loading shared models as needed.
-    public func open(_ plan: SessionPlan, emit: @escaping @Sendable (String, SessionEvent) -> Void) async throws -> AnalysisSession {
+    /// Opens a session, loading shared models as needed. When ``SpeechSettings/maxConcurrentAnalyses``
+    /// run, it waits for a slot behind the opens queued before it (`queued` hears its place, 1 for
+    /// the first), or throws `admissionLimit` when ``SpeechSettings/maxQueued`` already wait (at
+    /// once for `ignoresResourceLimits`, which has its own cap). Cancelling the caller's task
+    /// leaves the queue.
+    public func open(_ plan: SessionPlan, queued: (@Sendable (Int) -> Void)? = nil,
+                     emit: @escaping @Sendable (String, SessionEvent) -> Void) async throws -> AnalysisSession {
         if let problem = plan.options.keepAliveProblem { throw SpeechError.invalidOptions(problem) }
-        try admission.admits(open: sessions.count + opening, ignoresResourceLimits: plan.options.ignoresResourceLimits)
+        try await admit(ignoresResourceLimits: plan.options.ignoresResourceLimits, queued: queued)
         let id = "s\(nextID)"
         nextID += 1
         // Hold the slot while loading, so concurrent opens respect the limit.
         opening += 1
-        defer { opening -= 1 }
+        defer {
+            opening -= 1
+            wakeQueued()
+        }
         var keys: [String] = []
         var batches: [BatchLanes] = []
         do {
@@ -335,10 +349,48 @@ public actor SpeechService {
     /// Whether `id` belongs to connection `owner`.
     public func owns(_ owner: Int, _ id: String) -> Bool { sessions[id]?.plan.owner == owner }
 
+    /// Slots taken: sessions open, opening, and handed to woken waiters.
+    private var slotsTaken: Int { sessions.count + opening + queue.handedOver }
+
+    /// Returns once a session may open: at once when a slot is free and nobody waits for one,
+    /// else after the opens queued before it.
+    private func admit(ignoresResourceLimits: Bool, queued: (@Sendable (Int) -> Void)?) async throws {
+        if ignoresResourceLimits || queue.count == 0, admission.admits(open: slotsTaken, ignoresResourceLimits: ignoresResourceLimits) { return }
+        guard !ignoresResourceLimits, queue.count < settings.maxQueued else {
+            throw SpeechError.admissionLimit(open: slotsTaken, limit: ignoresResourceLimits ? admission.hardLimit : admission.limit, queued: queue.count)
+        }
+        let ticket = queue.ticket()
+        queued?(queue.count + 1)
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                queue.enqueue(ticket, continuation)
+            }
+        } onCancel: {
+            Task { await self.leaveQueue(ticket) }
+        }
+        queue.tookSlot()
+        // A waiter woken as its caller went away gives the slot to the next.
+        if Task.isCancelled {
+            wakeQueued()
+            throw CancellationError()
+        }
+    }
+
+    private func leaveQueue(_ ticket: Int) { _ = queue.cancel(ticket) }
+
+    /// Hands a free slot to the first open waiting for one.
+    private func wakeQueued() {
+        queue.wakeFirst(if: admission.admits(open: slotsTaken, ignoresResourceLimits: false))
+    }
+
+    /// Opens waiting for a slot now.
+    public var queuedOpens: Int { queue.count }
+
     /// Forgets a finished session and releases its models per its retention; its voice activity
     /// detector serves the next session while a model stays loaded (call on `finished`).
     public func close(_ id: String) async {
         guard let entry = sessions.removeValue(forKey: id) else { return }
+        wakeQueued()
         await release(entry.keys, of: entry.plan)
         for batch in entry.batches { await batch.close() }
         if let detector = await entry.session.releaseDetector() {

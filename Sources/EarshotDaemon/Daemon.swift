@@ -100,7 +100,9 @@ public struct Daemon: Sendable {
             lingerSeconds: config.seconds("Analysis.LingerSeconds"), maxKeepAliveSeconds: config.seconds("Analysis.MaxKeepAliveSec"),
             inferenceThreads: config.int("Analysis.InferenceThreads"), batchThreads: config.int("Analysis.BatchThreads"),
             recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec"),
-            speculativeDecode: config["Analysis.SpeculativeDecode"] == "yes", maxQueued: config.int("Analysis.MaxQueued")), clock: clock, observer: SpeechReports(metrics: metrics, logger: logger))
+            speculativeDecode: config["Analysis.SpeculativeDecode"] == "yes", maxQueued: config.int("Analysis.MaxQueued"),
+            maxModelMemoryBytes: config.int("Analysis.MaxModelMemoryMiB") > 0 ? config.int("Analysis.MaxModelMemoryMiB") << 20 : Int(ProcessInfo.processInfo.physicalMemory / 2)),
+            clock: clock, observer: SpeechReports(metrics: metrics, logger: logger))
         EngineProcess.shared.observe { event in
             switch event {
             case .started(let pid): logger.info("engine process \(pid) started (\(EngineProcess.shared.executable))")

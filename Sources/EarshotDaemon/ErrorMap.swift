@@ -63,7 +63,7 @@ struct ErrorMap: Sendable {
             }
         case let e as SpeechError:
             switch e {
-            case .admissionLimit: WireError(.insufficientResources, e.description)
+            case .admissionLimit, .modelMemory: WireError(.insufficientResources, e.description)
             case .incompleteAsset: WireError(.notInstalled, "\(e); reinstall the asset")
             case .unknownEngine, .unsupportedLocale: WireError(.unsupportedLocale, e.description)
             case .noSession: WireError(.notFound, e.description)

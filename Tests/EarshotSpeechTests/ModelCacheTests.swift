@@ -146,3 +146,59 @@ import TestSupport
         return false
     }
 }
+
+/// Issue 29 item 5: loaded models stay within a memory budget — a user asking for one language
+/// after another no longer loads a copy of the same weights for each until the machine runs out.
+@Suite struct ModelMemoryBudgetTests {
+    static func keys(_ cache: ModelCache) async -> [String] { await cache.loaded.map(\.key) }
+
+    @Test func idleModelsGoLeastRecentlyUsedFirstToMakeRoom() async throws {
+        let clock = ManualClock()
+        let cache = ModelCache(lingerSeconds: 300, clock: clock, memoryBudget: 300)
+        for key in ["en", "de"] {
+            _ = try await cache.acquire(key, family: "base") { (ModelCacheTests.Model(), 100) }
+            clock.advance(by: .seconds(1))
+            await cache.release(key, retention: .lingering, owner: 1, uid: 1000)
+        }
+        // "en" is used again, so "de" is the least recently used idle model.
+        _ = try await cache.acquire("en") { (ModelCacheTests.Model(), 100) }
+        clock.advance(by: .seconds(1))
+        await cache.release("en", retention: .processLifetime, owner: 1, uid: 1000)
+        _ = try await cache.acquire("fr", family: "base") { (ModelCacheTests.Model(), 100) }
+        #expect(await Self.keys(cache) == ["de", "en", "fr"], "300 bytes: all three fit")
+        // A fourth needs room: "de" goes, "en" (pinned, but idle and used later) stays.
+        _ = try await cache.acquire("es", family: "base") { (ModelCacheTests.Model(), 100) }
+        #expect(await Self.keys(cache) == ["en", "es", "fr"])
+        #expect(await cache.loaded.reduce(0) { $0 + $1.memoryBytes } <= 300)
+    }
+
+    @Test func aLoadThatCannotFitBesideModelsInUseIsRefusedAndOneModelAlwaysLoads() async throws {
+        let cache = ModelCache(lingerSeconds: 300, clock: ManualClock(), memoryBudget: 250)
+        // Larger than the whole budget, but nothing else is loaded: it loads.
+        _ = try await cache.acquire("large", family: "large", estimate: 400) { (ModelCacheTests.Model(), 400) }
+        // In use, so it cannot make room: refused, with the numbers, before loading anything.
+        await #expect(throws: SpeechError.modelMemory(needed: 100, budget: 250, inUse: 400)) {
+            _ = try await cache.acquire("small", family: "small", estimate: 100) {
+                Issue.record("a refused load must not run")
+                return (ModelCacheTests.Model(), 100)
+            }
+        }
+        let loads = await cache.loads
+        #expect(await Self.keys(cache) == ["large"] && loads == 1)
+        // Once the large one is idle it makes room.
+        await cache.release("large", retention: .lingering, owner: 1, uid: 1000)
+        _ = try await cache.acquire("small", family: "small", estimate: 100) { (ModelCacheTests.Model(), 100) }
+        #expect(await Self.keys(cache) == ["small"])
+    }
+
+    @Test func whatAFamilyTookLastIsWhatItsNextLoadIsExpectedToTake() async throws {
+        let cache = ModelCache(lingerSeconds: 300, clock: ManualClock(), memoryBudget: 500)
+        // The estimate (50) was low: base really takes 200 once loaded.
+        _ = try await cache.acquire("base/en", family: "base", estimate: 50) { (ModelCacheTests.Model(), 200) }
+        _ = try await cache.acquire("base/de", family: "base", estimate: 50) { (ModelCacheTests.Model(), 200) }
+        // A third copy is expected to take 200, not 50: 600 > 500 with both in use.
+        await #expect(throws: SpeechError.modelMemory(needed: 200, budget: 500, inUse: 400)) {
+            _ = try await cache.acquire("base/fr", family: "base", estimate: 50) { (ModelCacheTests.Model(), 200) }
+        }
+    }
+}

@@ -8,10 +8,17 @@ import Foundation
 /// Retention is recorded per user, so `endRetention(uid:)` drops only what that user asked to keep.
 /// ``runEvictor()`` unloads a lingering model when its time is up, sleeping on the injected clock.
 /// Finished sessions' voice activity detectors are kept for the next session while any model is.
+/// With a memory budget, loaded models stay within it: before a load would pass it, idle models
+/// (no session uses them, whatever their retention) are unloaded least recently used first, and a
+/// load that still cannot fit is refused (``SpeechError/modelMemory(needed:budget:inUse:)``).
 actor ModelCache {
     struct Entry {
         var model: any SegmentTranscribing
         var memoryBytes: Int
+        /// The weights it was loaded from (an asset): loads of them measure what the next costs.
+        var family: String
+        /// When a session last took or gave it back (``ServiceClock/elapsed``).
+        var lastUsed: Duration
         var users = 0
         /// Per uid: keep the model until this time of the clock (``ServiceClock/elapsed``) once
         /// unused (`lingering`).
@@ -41,20 +48,33 @@ actor ModelCache {
     private let deadlineSet: AsyncStream<Void>.Continuation
     private let deadlines: AsyncStream<Void>
 
-    init(lingerSeconds: Double, clock: any ServiceClock) {
+    /// Most bytes loaded models may take together (nil: no budget).
+    let memoryBudget: Int?
+    /// Bytes the loads under way are expected to take.
+    private var loadingBytes = 0
+    /// What a model of each family took when last loaded.
+    private var measured: [String: Int] = [:]
+
+    init(lingerSeconds: Double, clock: any ServiceClock, memoryBudget: Int? = nil) {
         linger = .seconds(lingerSeconds)
         self.clock = clock
+        self.memoryBudget = memoryBudget
         (deadlines, deadlineSet) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// The model for `key`, loading it with `load` (on a dedicated thread) if needed; counts a user.
-    func acquire(_ key: String, load: @escaping @Sendable () throws -> (any SegmentTranscribing, Int)) async throws -> any SegmentTranscribing {
+    /// A load is expected to take what the last model of `family` took, else `estimate` bytes;
+    /// idle models make room for it within the budget, or it is refused.
+    func acquire(_ key: String, family: String? = nil, estimate: Int = 0,
+                 load: @escaping @Sendable () throws -> (any SegmentTranscribing, Int)) async throws -> any SegmentTranscribing {
+        let family = family ?? key
         if let entry = entries[key], !entry.model.isUsable {
             // Its engine process ended (crashed): the sessions using it fail, the next one reloads.
             entries[key] = nil
         }
         if var entry = entries[key] {
             entry.users += 1
+            entry.lastUsed = clock.elapsed
             entries[key] = entry
             return entry.model
         }
@@ -63,11 +83,16 @@ actor ModelCache {
             entries[key]?.users += 1
             return model
         }
+        let expected = measured[family] ?? estimate
+        try makeRoom(for: expected)
         loading[key] = []
+        loadingBytes += expected
+        defer { loadingBytes -= expected }
         do {
             let (model, bytes) = try await BlockingWork.run("earshot.load") { try load() }
             loads += 1
-            entries[key] = Entry(model: model, memoryBytes: bytes, users: 1)
+            measured[family] = bytes
+            entries[key] = Entry(model: model, memoryBytes: bytes, family: family, lastUsed: clock.elapsed, users: 1)
             for waiter in loading.removeValue(forKey: key) ?? [] { waiter.resume(returning: model) }
             return model
         } catch {
@@ -76,12 +101,26 @@ actor ModelCache {
         }
     }
 
+    /// Unloads idle models, least recently used first, until `bytes` more fit within the budget;
+    /// throws when the models in use (and the loads under way) leave no room.
+    private func makeRoom(for bytes: Int) throws(SpeechError) {
+        guard let budget = memoryBudget else { return }
+        func used() -> Int { entries.values.reduce(loadingBytes) { $0 + $1.memoryBytes } }
+        let idle = entries.filter { $0.value.users == 0 }.sorted { $0.value.lastUsed < $1.value.lastUsed }.map(\.key)
+        for key in idle where used() + bytes > budget { entries[key] = nil }
+        guard used() + bytes <= budget || entries.isEmpty && loadingBytes == 0 else {
+            throw .modelMemory(needed: bytes, budget: budget, inUse: used())
+        }
+        if entries.isEmpty { spareDetectors = [:] }
+    }
+
     /// A session stopped using `key` with `retention`, on behalf of connection `owner` of user `uid`.
     /// A `keepAlive` (with `lingering`) replaces that user's deadline instead of extending it, as
     /// Ollama's `keep_alive` does: zero lets the model go as soon as nobody uses it.
     func release(_ key: String, retention: ModelRetention, keepAlive: Duration? = nil, owner: Int, uid: UInt32) {
         guard var entry = entries[key] else { return }
         entry.users -= 1
+        entry.lastUsed = clock.elapsed
         switch retention {
         case .whileInUse: break
         case .lingering:

@@ -15,6 +15,9 @@ public enum SpeechError: Error, Sendable, Hashable, CustomStringConvertible {
     case unsupportedAudio(String)
     /// Session options that cannot be honoured together (a keep-alive without `lingering`).
     case invalidOptions(String)
+    /// Loading a model of about `needed` bytes would take loaded models past the `budget`
+    /// (`[Analysis] MaxModelMemoryMiB`), and the `inUse` bytes of models sessions use cannot go.
+    case modelMemory(needed: Int, budget: Int, inUse: Int)
 
     public var description: String {
         switch self {
@@ -27,6 +30,8 @@ public enum SpeechError: Error, Sendable, Hashable, CustomStringConvertible {
         case .noSession(let id): "no analysis session '\(id)'"
         case .unsupportedAudio(let what): what
         case .invalidOptions(let what): what
+        case .modelMemory(let needed, let budget, let inUse):
+            "loading another model (about \(needed >> 20) MiB) would pass the models' memory budget of \(budget >> 20) MiB ([Analysis] MaxModelMemoryMiB): \(inUse >> 20) MiB are in use by running sessions; retry when one finishes"
         }
     }
 }

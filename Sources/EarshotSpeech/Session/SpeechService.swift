@@ -30,10 +30,12 @@ public struct SpeechSettings: Sendable {
     /// Opens that wait, first come first served, for a slot when ``maxConcurrentAnalyses`` run;
     /// beyond them an open is refused (0: refused at once).
     public var maxQueued: Int
+    /// Most bytes loaded models may take together (nil: no bound); see ``ModelCache``.
+    public var maxModelMemoryBytes: Int?
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
                 inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
-                recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true, maxQueued: Int = 16) {
+                recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true, maxQueued: Int = 16, maxModelMemoryBytes: Int? = nil) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
@@ -44,6 +46,7 @@ public struct SpeechSettings: Sendable {
         self.recordingWindowSeconds = max(0, recordingWindowSeconds)
         self.speculativeDecode = speculativeDecode
         self.maxQueued = max(0, maxQueued)
+        self.maxModelMemoryBytes = maxModelMemoryBytes
     }
 
     /// The keep-alive `options` get: what they ask for, at most ``maxKeepAliveSeconds``; nil when
@@ -161,7 +164,7 @@ public actor SpeechService {
     public init(settings: SpeechSettings, clock: any ServiceClock = SystemServiceClock(), observer: (any SpeechObserver)? = nil) {
         self.settings = settings
         self.observer = observer
-        cache = ModelCache(lingerSeconds: settings.lingerSeconds, clock: clock)
+        cache = ModelCache(lingerSeconds: settings.lingerSeconds, clock: clock, memoryBudget: settings.maxModelMemoryBytes)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
         decodeGate = DecodeGate(slots: settings.decodeSlots)
         MemoryReclaim.keepLargeBlocksReturnable()
@@ -250,14 +253,18 @@ public actor SpeechService {
                 }
             }
             let threads = settings.inferenceThreads
-            let model = try await cache.acquire(Self.cacheKey(asset, configuration: configuration, threads: threads), load: load(threads: threads))
+            // Before its first load a model is expected to take four times its files (base:
+            // 56 MiB of files, 150–290 MiB loaded); after, what its last load took.
+            let estimate = 4 * files.byteCount
+            let model = try await cache.acquire(Self.cacheKey(asset, configuration: configuration, threads: threads), family: asset.key, estimate: estimate,
+                                                load: load(threads: threads))
             var transcriber = GatedTranscriber(model: model, gate: decodeGate, client: session ?? "", engine: asset.engine, observer: observer)
             // Overlapping decodes of one session (a long recording) move to a copy with fewer threads.
             let copyThreads = settings.batchThreads
             if let plan, copyThreads > 0, copyThreads < threads, settings.decodeSlots > 1 {
                 let key = Self.cacheKey(asset, configuration: configuration, threads: copyThreads)
                 let loadCopy = load(threads: copyThreads)
-                transcriber.batch = BatchLanes(acquire: { [cache] in try await cache.acquire(key, load: loadCopy) },
+                transcriber.batch = BatchLanes(acquire: { [cache] in try await cache.acquire(key, family: asset.key, estimate: estimate, load: loadCopy) },
                                                release: { [weak self] in await self?.release([key], of: plan) })
             }
             return .segments(transcriber)

@@ -9,24 +9,56 @@ public struct AnalyzerInputSequence: AsyncSequence, Sendable {
     public typealias Failure = any Error
     /// Opens the source; the returned reader gives the next inputs (possibly none), nil at the end.
     let open: @Sendable () throws -> () throws -> [AnalyzerInput]?
+    /// A live source's stop (a capture session): the sequence ends at most ``stopGrace`` after it
+    /// even when a read is still waiting for audio the source no longer delivers.
+    var stop: AVCaptureSession?
+    /// How long a read under way at the stop may still finish (its audio is kept): 0.5 s, five
+    /// times a capture read.
+    static let stopGrace: Duration = .milliseconds(500)
+
+    init(stop: AVCaptureSession? = nil, open: @escaping @Sendable () throws -> () throws -> [AnalyzerInput]?) {
+        self.stop = stop
+        self.open = open
+    }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         public typealias Element = AnalyzerInput
         public typealias Failure = any Error
         let reader: ChunkReader
+        let stop: AVCaptureSession?
         var pending: [AnalyzerInput] = []
 
         public mutating func next() async throws -> AnalyzerInput? {
             let reader = reader
             while pending.isEmpty {
-                guard let inputs = try await BlockingWork.run("earshot.audio-input", { try reader.next() }) else { return nil }
+                let read: @Sendable () async throws -> [AnalyzerInput]? = { try await BlockingWork.run("earshot.audio-input", { try reader.next() }) }
+                let next = if let stop { try await Self.read(read, orEndAfter: stop) } else { try await read() }
+                guard let inputs = next else { return nil }
                 pending = inputs
             }
             return pending.removeFirst()
         }
+
+        /// `read`'s inputs, or nil once `stop` has stopped for ``AnalyzerInputSequence/stopGrace``
+        /// with the read still waiting (it is left to end on its own thread; its audio is dropped).
+        static func read(_ read: @escaping @Sendable () async throws -> [AnalyzerInput]?, orEndAfter stop: AVCaptureSession) async throws -> [AnalyzerInput]? {
+            let first = FirstOutcome<[AnalyzerInput]?>()
+            return try await withCheckedThrowingContinuation { continuation in
+                first.set(continuation)
+                Task {
+                    do { first.resume(with: .success(try await read())) } catch { first.resume(with: .failure(error)) }
+                }
+                stop.whenStopped {
+                    Task {
+                        try? await Task.sleep(for: AnalyzerInputSequence.stopGrace)
+                        first.resume(with: .success(nil))
+                    }
+                }
+            }
+        }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: ChunkReader(open: open)) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: ChunkReader(open: open), stop: stop) }
 
     /// The audio of `file` (opened by `open` on the reading thread), two seconds at a time,
     /// converted to `analyzerFormat`, the converter's tail included.
@@ -45,6 +77,35 @@ public struct AnalyzerInputSequence: AsyncSequence, Sendable {
                 return try converter.convert(samples, format: file.fileFormat, at: nil)
             }
         }
+    }
+}
+
+/// Resumes a continuation with the first outcome given, once; the later ones are dropped.
+final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+    // Unchecked: state is guarded by `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Value, any Error>?
+    private var early: Result<Value, any Error>?
+    private var done = false
+
+    func set(_ continuation: CheckedContinuation<Value, any Error>) {
+        let ready: Result<Value, any Error>? = lock.withLock {
+            if let early { return early }
+            self.continuation = continuation
+            return nil
+        }
+        if let ready { continuation.resume(with: ready) }
+    }
+
+    func resume(with outcome: Result<Value, any Error>) {
+        let waiting: CheckedContinuation<Value, any Error>? = lock.withLock {
+            guard !done else { return nil }
+            done = true
+            if continuation == nil { early = outcome }
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(with: outcome)
     }
 }
 
@@ -137,7 +198,8 @@ public final class RawPCMInputSequenceProvider: Sendable {
 /// Analyzer input from a microphone (Apple's `CaptureInputSequenceProvider`): the device's
 /// sound-server source (PulseAudio, or PipeWire through its PulseAudio interface) recorded in the
 /// analyzer's format — the server converts — a tenth of a second at a time on dedicated threads.
-/// The sequence ends once the session's `stopRunning()` is called, after the audio recorded so far.
+/// The sequence ends once the session's `stopRunning()` is called, after the audio recorded so far
+/// (at most half a second later, even when the source stopped delivering audio).
 public final class CaptureInputSequenceProvider: Sendable {
     /// The session; `stopRunning()` ends ``analyzerInputs``.
     public let captureSession: AVCaptureSession
@@ -151,7 +213,7 @@ public final class CaptureInputSequenceProvider: Sendable {
     public init(device: AVCaptureDevice, session: AVCaptureSession, analyzerFormat: AVAudioFormat) {
         captureSession = session
         let application = EarshotService.defaultAppID
-        analyzerInputs = AnalyzerInputSequence {
+        analyzerInputs = AnalyzerInputSequence(stop: session) {
             let recorder = try SoundServerRecorder(device: device, format: analyzerFormat, application: application)
             let frames = max(1, Int(analyzerFormat.sampleRate) / 10)
             return {

@@ -98,6 +98,7 @@ public final class AVCaptureSession: @unchecked Sendable {
     private let lock = NSLock()
     private var running = false
     private var stopped = false
+    private var onStop: [@Sendable () -> Void] = []
 
     public init() {}
 
@@ -108,10 +109,28 @@ public final class AVCaptureSession: @unchecked Sendable {
     public func startRunning() { lock.withLock { running = true; stopped = false } }
 
     /// Stops capture: the provider's sequence ends after the audio already recorded.
-    public func stopRunning() { lock.withLock { running = false; stopped = true } }
+    public func stopRunning() {
+        let waiting = lock.withLock {
+            running = false
+            stopped = true
+            defer { onStop = [] }
+            return onStop
+        }
+        waiting.forEach { $0() }
+    }
 
     /// Whether ``stopRunning()`` was called since the last start.
     package var isStopped: Bool { lock.withLock { stopped } }
+
+    /// Runs `body` once ``stopRunning()`` is called (now, if it was).
+    package func whenStopped(_ body: @escaping @Sendable () -> Void) {
+        let now = lock.withLock {
+            if stopped { return true }
+            onStop.append(body)
+            return false
+        }
+        if now { body() }
+    }
 }
 
 /// Where captured audio goes (AVFoundation's `AVCaptureAudioDataOutput`); present for source

@@ -58,6 +58,30 @@ struct CaptureTests {
 }
 
 extension CaptureTests {
+    /// Found while testing issue 28 in tmux: Ctrl-C after the source had stopped delivering audio
+    /// (a pipe source whose writer ended) never ended `earshot transcribe --mic`: the recorder's
+    /// read waited for audio that never came. Now the input ends half a second after the stop.
+    @Test func interruptEndsTheMicrophoneEvenWhenTheSourceStoppedDelivering() async throws {
+        let daemon = try #require(Porting.daemon)
+        let sound = try await SoundServer()
+        defer { Task { await sound.stop() } }
+        let install = try ChildProcess(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "install", "--locale", "en-US", "--module", "transcriber"],
+                                       in: sound.directory, name: "install")
+        _ = await Self.exitStatus(of: install, timeout: .seconds(300))
+        let cli = try ChildProcess(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe", "--mic", "--device", SoundServer.source],
+                                   environment: ["PULSE_SERVER": sound.server], in: sound.directory, name: "mic-stalled")
+        try await Task.sleep(for: .seconds(4)) // connects, then records
+        let feeder = try sound.feed(Porting.url(Self.id).path, silence: 1)
+        _ = await Self.exitStatus(of: feeder, timeout: .seconds(30))
+        // The source delivers nothing any more; the recorder's read waits.
+        try await Task.sleep(for: .seconds(1))
+        cli.signal(SIGINT)
+        let status = await Self.exitStatus(of: cli, timeout: .seconds(20))
+        #expect(status == 0, "earshot ended after Ctrl-C: \(String(describing: status)) \(cli.stderr)")
+        #expect(WordErrorRate.words(cli.stdout).last == "himself", "\(cli.stdout) \(cli.stderr)")
+        if status == nil { cli.signal(SIGKILL) }
+    }
+
     /// `child`'s exit status once it exits (nil after `timeout`). Reaps it itself as well:
     /// Foundation's `Process` did not notice this child's exit here (it stayed a zombie while
     /// `isRunning` said true).

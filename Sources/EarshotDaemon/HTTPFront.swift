@@ -225,8 +225,6 @@ final class HTTPAdmission: @unchecked Sendable {
 
     func admit(_ peer: PeerSlots.Peer) -> PeerSlots.Refusal? { lock.withLock { slots.admit(peer) } }
     func release(_ peer: PeerSlots.Peer) { lock.withLock { slots.release(peer) } }
-    /// Connections held now.
-    var count: Int { lock.withLock { slots.total } }
 }
 
 /// Hands out session-table keys for HTTP requests (each request is its own "connection" to the

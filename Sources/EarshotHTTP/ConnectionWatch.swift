@@ -115,8 +115,6 @@ final class ConnectionWatch: @unchecked Sendable {
         lock.withLock { entries.removeValue(forKey: fd)?.peer }
     }
 
-    /// Connections admitted now.
-    var count: Int { lock.withLock { entries.count } }
     /// Body bytes received since the server started (all connections).
     var receivedBodyBytes: Int { lock.withLock { bodyBytes } }
 

@@ -390,9 +390,6 @@ public actor SpeechService {
         queue.wakeFirst(if: admission.admits(open: slotsTaken, ignoresResourceLimits: false))
     }
 
-    /// Opens waiting for a slot now.
-    public var queuedOpens: Int { queue.count }
-
     /// Forgets a finished session and releases its models per its retention; its voice activity
     /// detector serves the next session while a model stays loaded (call on `finished`).
     public func close(_ id: String) async {

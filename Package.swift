@@ -43,8 +43,11 @@ let package = Package(
         // glibc's <malloc.h> (part of libc; nothing to link).
         .systemLibrary(name: "CMalloc"),
         .systemLibrary(name: "CTerminal"),
-        // The engine process's `sincos`: libm's values, cached for sherpa-onnx's Whisper front end.
-        .target(name: "CSincosCache"),
+        // ONNX Runtime's C API: the header Scripts/setup.sh unpacks into .deps/ (Debian trixie's
+        // libonnxruntime-dev), the library the sherpa-onnx-core wheel ships.
+        .systemLibrary(name: "CONNXRuntime", pkgConfig: "onnxruntime-wheel"),
+        systemLibrary("CFFTW", pkgConfig: "fftw3f", apt: "libfftw3-dev"),
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
 
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
@@ -59,7 +62,14 @@ let package = Package(
             "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CEspeakNG",
         ], exclude: ["README.md"]),
         // The engine process's side: sherpa-onnx (and so ONNX Runtime) is linked only here.
-        .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotSystem", "CSherpaOnnx", "CSincosCache"], exclude: ["README.md"]),
+        .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotSystem", "CSherpaOnnx"], exclude: ["README.md"]),
+        // Earshot's own Whisper decoder on ONNX Runtime, in the engine process.
+        // Optimised in debug builds too: its per-token loops (50 000 logits a step) would otherwise
+        // make every test's decode several times slower than the product's.
+        .target(name: "EarshotWhisper", dependencies: ["EarshotWire", "EarshotSystem", "CONNXRuntime", "CFFTW", "CZlib"], exclude: ["README.md"],
+                swiftSettings: [.unsafeFlags(["-O"])]),
+        // The engine process's server: the link to earshotd, over our decoder and sherpa-onnx's detector.
+        .target(name: "EarshotEngine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotSherpaOnnx", "EarshotWhisper"], exclude: ["README.md"]),
         .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
@@ -71,7 +81,7 @@ let package = Package(
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
         .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine", "EarshotAssets"]),
         .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine"]),
-        .executableTarget(name: "earshot-engine", dependencies: ["EarshotSherpaOnnx", "EarshotSystem"]),
+        .executableTarget(name: "earshot-engine", dependencies: ["EarshotEngine", "EarshotSystem"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
         .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),
@@ -79,11 +89,11 @@ let package = Package(
         .executableTarget(name: "wyoming-latency", dependencies: ["EarshotSystem", "TestSupport"], path: "Benchmarks/wyoming-latency"),
         .executableTarget(name: "speech-bench", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotWire", "EarshotSystem", "TestSupport"], path: "Benchmarks/speech-bench"),
 
-        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "TestSupport"]),
-        .testTarget(name: "CSincosCacheTests", dependencies: ["CSincosCache"]),
+        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotCommandLineTests", dependencies: ["EarshotCommandLine"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "TestSupport"]),
+        .testTarget(name: "EarshotWhisperTests", dependencies: ["EarshotWhisper", "EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),

@@ -1,7 +1,8 @@
 """faster-whisper, warm, for Benchmarks/vs-faster-whisper.sh: loads one CTranslate2 model once, then
 answers one JSON line {"text": ...} per request line read from stdin. A request is a JSON object
-{"path": AUDIO, "prompted": true|false}: "prompted" is faster-whisper's condition_on_previous_text
-(each 30 s window decoded with the text before it as Whisper's prompt; its default, true).
+{"path": AUDIO, "prompted": true|false, "beam": N}: "prompted" is faster-whisper's
+condition_on_previous_text (each 30 s window decoded with the text before it as Whisper's prompt;
+its default, true), "beam" its beam_size (its default, 5).
 
     python faster-whisper-worker.py CT2_DIR THREADS
 """
@@ -15,6 +16,6 @@ model = WhisperModel(sys.argv[1], device="cpu", compute_type="int8", cpu_threads
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     request = json.loads(line)
-    segments, _ = model.transcribe(request["path"], language="en", beam_size=1,
+    segments, _ = model.transcribe(request["path"], language="en", beam_size=request.get("beam", 5),
                                    condition_on_previous_text=request.get("prompted", True))
     print(json.dumps({"text": " ".join(segment.text.strip() for segment in segments)}), flush=True)

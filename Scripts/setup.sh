@@ -18,6 +18,8 @@ APT_PACKAGES=(
   libcurl4-openssl-dev libsqlite3-dev libsystemd-dev libarchive-dev libssl-dev
   libsndfile1-dev libsoxr-dev libpocketsphinx-dev libsphinxbase-dev libmicrohttpd-dev libavahi-client-dev
   libavformat-dev libavcodec-dev libswresample-dev libpulse-dev libespeak-ng-dev
+  # the Whisper decoder's log-mel features (single-precision FFTW)
+  libfftw3-dev
   # models and test speech (espeak-ng speaks the multilingual test sentences; its library
   # pronounces contextual words the PocketSphinx dictionary lacks)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng
@@ -73,8 +75,40 @@ Libs: -L\${libdir} -lsherpa-onnx-c-api -lonnxruntime
 Cflags: -I\${includedir}
 PC
 $SUDO install -m 0644 "$pc" "$SHERPA_PREFIX/lib/pkgconfig/sherpa-onnx.pc"
+# The same wheel's ONNX Runtime on its own, for Earshot's Whisper decoder (CONNXRuntime).
+cat > "$pc" <<PC
+prefix=$SHERPA_PREFIX
+libdir=\${prefix}/lib
+
+Name: onnxruntime-wheel
+Description: ONNX Runtime as the PyPI wheel sherpa-onnx-core ships it (its C header: .deps/, see below)
+Version: $sherpa_version
+Libs: -L\${libdir} -lonnxruntime
+PC
+$SUDO install -m 0644 "$pc" "$SHERPA_PREFIX/lib/pkgconfig/onnxruntime-wheel.pc"
 rm -f "$pc"
 $SUDO ldconfig
+
+# ONNX Runtime's C header, which bookworm does not package: Debian trixie's libonnxruntime-dev,
+# fetched with a private sources list and unpacked into .deps/ of this tree (never into the
+# system); the library it declares is the wheel's libonnxruntime.so above (the C API is versioned
+# and append-only, so the older header works with the newer library). CONNXRuntime includes it.
+ORT_DEV=.deps/onnxruntime-dev
+if [ ! -f "$ORT_DEV/usr/include/onnxruntime/onnxruntime_c_api.h" ]; then
+  echo "setup: fetching ONNX Runtime's C header (Debian trixie libonnxruntime-dev)"
+  apt_tmp=$(mktemp -d)
+  mkdir -p "$apt_tmp/lists/partial" "$apt_tmp/archives/partial"
+  echo "deb http://deb.debian.org/debian trixie main" > "$apt_tmp/sources.list"
+  apt_opts=(-o Dir::Etc::SourceList="$apt_tmp/sources.list" -o Dir::Etc::SourceParts=/dev/null
+            -o Dir::State::Lists="$apt_tmp/lists" -o Dir::Cache::Archives="$apt_tmp/archives"
+            -o APT::Sandbox::User=root -o Debug::NoLocking=1)
+  apt-get "${apt_opts[@]}" -q update >/dev/null
+  (cd "$apt_tmp" && apt-get "${apt_opts[@]}" -q download libonnxruntime-dev >/dev/null)
+  rm -rf "$ORT_DEV" && mkdir -p "$ORT_DEV"
+  dpkg-deb -x "$apt_tmp"/libonnxruntime-dev_*.deb "$ORT_DEV"
+  rm -rf "$apt_tmp"
+  [ -f "$ORT_DEV/usr/include/onnxruntime/onnxruntime_c_api.h" ] || { echo "setup: no onnxruntime_c_api.h in libonnxruntime-dev" >&2; exit 1; }
+fi
 
 # The embedded default catalog (signed here, trusted by the local daemon) and its model archives.
 $SUDO env PYTHON="$PY" ${EARSHOT_MODEL_CACHE:+EARSHOT_MODEL_CACHE="$EARSHOT_MODEL_CACHE"} \

@@ -16,7 +16,8 @@
 // Earshot: the release earshotd (its default InferenceThreads, or --inference-threads; a recording's
 // segments decode two at a time on 2 cores either way) on a catalog holding one Whisper asset (the
 // embedded one, re-signed with a throwaway key), and one `earshot transcribe FILE` per file.
-// faster-whisper: one warm worker process (faster-whisper-worker.py; int8, beam 1). Time is wall
+// faster-whisper: one warm worker process (faster-whisper-worker.py; int8), at its defaults (beam 5,
+// condition_on_previous_text) and at beam 1. Time is wall
 // time per file set; CPU seconds are the daemon's (with its engine process's) plus the CLI's, and
 // the worker's (/proc, getrusage); peak RSS is each model holder's VmHWM (earshotd's and its engine
 // process's added up). vs-faster-whisper.sh provides the virtual environment and
@@ -150,7 +151,7 @@ enum VsFasterWhisper {
         ]
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         say("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
-        say("  faster-whisper 1.2.1: int8, beam 1, one worker process; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")\(options.analysis.map { ", " + $0 }.joined())) + `earshot transcribe FILE` per file")
+        say("  faster-whisper 1.2.1: int8, one worker process, at its defaults (beam 5, previous text as prompt) and at beam 1; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")\(options.analysis.map { ", " + $0 }.joined())) + `earshot transcribe FILE` per file")
         if let baseline = options.baselineAnalysis { say("  Earshot baseline: [Analysis] \(baseline.joined(separator: ", "))") }
         let cli = BuiltProducts.path("earshot")
 
@@ -188,12 +189,15 @@ enum VsFasterWhisper {
                 try LineWorker(options.python, [options.worker, options.ct2 + "/" + model.ct2, "2"], name: "faster-whisper", awaitsReady: true)
             }
             let fasterWhisper = engines.count
-            for prompted in [true] + (options.unprompted ? [false] : []) {
-                engines.append(Engine(name: prompted ? "faster-whisper" : "fw unprompted", pid: worker.pid) { files in
+            // faster-whisper at its defaults (beam 5, each window prompted with the text before it),
+            // at beam 1, and (--unprompted) at beam 5 without the prompt.
+            let variants = [("faster-whisper", 5, true), ("fw beam 1", 1, true)] + (options.unprompted ? [("fw unprompted", 5, false)] : [])
+            for (name, beam, prompted) in variants {
+                engines.append(Engine(name: name, pid: worker.pid) { files in
                     try await BlockingWork.run("faster-whisper") {
                         let cpu0 = cpuSeconds(worker.pid)
                         let start = ContinuousClock.now
-                        let texts = try files.map { try worker.ask(json: ["path": $0, "prompted": prompted])["text"] as? String ?? "" }
+                        let texts = try files.map { try worker.ask(json: ["path": $0, "prompted": prompted, "beam": beam])["text"] as? String ?? "" }
                         return (elapsed(since: start), cpuSeconds(worker.pid) - cpu0, texts)
                     }
                 })
@@ -234,8 +238,9 @@ enum VsFasterWhisper {
                 func ratio(_ a: Int, _ b: Int) -> String {
                     String(format: "time %.2f×, CPU %.2f×", median(zip(tally[a].times, tally[b].times).map(/)), median(zip(tally[a].cpu, tally[b].cpu).map(/)))
                 }
-                say("    ratio Earshot / faster-whisper: \(ratio(0, fasterWhisper))")
-                if options.unprompted { say("    ratio Earshot / fw unprompted: \(ratio(0, fasterWhisper + 1))") }
+                for (offset, variant) in variants.enumerated() {
+                    say("    ratio Earshot / \(variant.0): \(ratio(0, fasterWhisper + offset))")
+                }
                 if hasBaseline { say("    ratio Earshot / Earshot baseline: \(ratio(0, 1))") }
             }
             if let folder = options.texts {

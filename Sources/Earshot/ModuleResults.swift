@@ -34,6 +34,10 @@ public struct TranscriptionResult<Module: SpeechModule>: SpeechModuleResult, Sen
     /// True when the range holds speech (the daemon's detector found it) that the engine gave no
     /// text for, even decoded again: speech lost, not silence. Earshot extension.
     public let speechWithoutText: Bool
+    /// How sure Whisper's decoder was of this final result: average token log probability,
+    /// no-speech probability, compression ratio, temperature, tokens. Earshot extension; nil for
+    /// other engines and volatile results.
+    public let decoding: DecodeReport?
     /// The daemon's finality, which can differ from the time comparison at a segment's edge.
     private let final: Bool
 
@@ -45,6 +49,7 @@ public struct TranscriptionResult<Module: SpeechModule>: SpeechModuleResult, Sen
         final = result.isFinal
         language = result.language.map { Locale(identifier: $0) }
         speechWithoutText = result.speechWithoutText ?? false
+        decoding = result.decoding
     }
 
     /// Whether this result is final.
@@ -108,6 +113,8 @@ protocol ResultReceiving: Sendable {
 /// Something a module asked for that the daemon's engine does not do (Earshot extension; see
 /// `SpeechTranscriber.unhonoredRequests`).
 public typealias UnhonoredRequest = EarshotWire.UnhonoredRequest
+/// Whisper's measures of a final result (Earshot extension; ``TranscriptionResult/decoding``).
+public typealias DecodeReport = EarshotWire.DecodeReport
 
 /// A lock-protected report.
 final class UnhonoredBox: @unchecked Sendable {

@@ -31,17 +31,41 @@ public actor SpeechAnalyzer {
             case live, recording
         }
 
+        /// Earshot extension: how Whisper decodes the session (nil: the daemon's defaults).
+        /// PocketSphinx takes none of it, and says so in its module's `unhonoredRequests`.
+        public let decoding: Decoding?
+
+        /// Earshot extension: Whisper's decoding of a session.
+        public struct Decoding: Sendable, Hashable {
+            /// Text every decode continues (names, spellings, style); Whisper keeps its last 223
+            /// tokens, and a longer prompt's dropped tokens are counted in each result's `decoding`.
+            public var prompt: String?
+            /// Beams for final results, 1 (greedy) to 16; volatile results stay greedy.
+            public var beamSize: Int?
+            /// Sampling temperature in [0, 1]; 0 or nil: search, with fallback to higher
+            /// temperatures only when a result fails Whisper's checks.
+            public var temperature: Double?
+
+            public init(prompt: String? = nil, beamSize: Int? = nil, temperature: Double? = nil) {
+                self.prompt = prompt
+                self.beamSize = beamSize
+                self.temperature = temperature
+            }
+        }
+
         public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false) {
             self.init(priority: priority, modelRetention: modelRetention, ignoresResourceLimits: ignoresResourceLimits, keepAlive: nil)
         }
 
-        /// Options with a keep-alive or an input kind (Earshot extension).
-        public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false, keepAlive: Duration?, input: Input = .live) {
+        /// Options with a keep-alive, an input kind or decoding options (Earshot extension).
+        public init(priority: TaskPriority, modelRetention: ModelRetention, ignoresResourceLimits: Bool = false, keepAlive: Duration?, input: Input = .live,
+                    decoding: Decoding? = nil) {
             self.priority = priority
             self.modelRetention = modelRetention
             self.ignoresResourceLimits = ignoresResourceLimits
             self.keepAlive = keepAlive
             self.input = input
+            self.decoding = decoding
         }
 
         var wire: AnalysisOptions {
@@ -51,7 +75,8 @@ public actor SpeechAnalyzer {
             case .processLifetime: .processLifetime
             }
             return AnalysisOptions(modelRetention: retention, ignoresResourceLimits: ignoresResourceLimits, keepAliveSeconds: keepAlive.map { $0 / .seconds(1) },
-                                   input: input == .recording ? .recording : .live)
+                                   input: input == .recording ? .recording : .live,
+                                   decoding: decoding.map { DecodingOptions(prompt: $0.prompt, beamSize: $0.beamSize, temperature: $0.temperature) })
         }
     }
 

@@ -15,6 +15,6 @@ extension TranscriptSegment {
         }
         self.init(start: result.range.start.seconds, end: result.range.end.seconds,
                   text: String(result.text.characters).trimmingCharacters(in: .whitespaces), words: words,
-                  language: result.language?.identifier, speechWithoutText: result.speechWithoutText)
+                  language: result.language?.identifier, speechWithoutText: result.speechWithoutText, decoding: result.decoding)
     }
 }

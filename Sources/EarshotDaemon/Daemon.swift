@@ -101,7 +101,8 @@ public struct Daemon: Sendable {
             inferenceThreads: config.int("Analysis.InferenceThreads"), batchThreads: config.int("Analysis.BatchThreads"),
             recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec"),
             speculativeDecode: config["Analysis.SpeculativeDecode"] == "yes", maxQueued: config.int("Analysis.MaxQueued"),
-            maxModelMemoryBytes: config.int("Analysis.MaxModelMemoryMiB") > 0 ? config.int("Analysis.MaxModelMemoryMiB") << 20 : Int(ProcessInfo.processInfo.physicalMemory / 2)),
+            maxModelMemoryBytes: config.int("Analysis.MaxModelMemoryMiB") > 0 ? config.int("Analysis.MaxModelMemoryMiB") << 20 : Int(ProcessInfo.processInfo.physicalMemory / 2),
+            beamSize: config.int("Analysis.BeamSize")),
             clock: clock, observer: SpeechReports(metrics: metrics, logger: logger))
         EngineProcess.shared.observe { event in
             switch event {

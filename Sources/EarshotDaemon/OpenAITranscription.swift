@@ -23,6 +23,8 @@ struct OpenAITranscription: Sendable {
         var words: Bool
         var segments: Bool
         var stream: Bool
+        /// Whisper's prompt and temperature.
+        var decoding: DecodingOptions?
         /// Fields accepted but not honoured, with why: reported in the response, never dropped silently.
         var ignored: [String: String]
     }
@@ -53,8 +55,14 @@ struct OpenAITranscription: Sendable {
         let run = TranscriptionRun(coordinator: coordinator, client: client, decoder: decoder)
         if parameters.stream { return stream(run, module: module, parameters: parameters) }
         do {
-            let segments = try await run.transcribe(module) { _ in }
-            return Self.render(segments, duration: decoder.duration, parameters: parameters, translate: translate)
+            var (segments, ignored) = try await run.transcribe(module) { _ in }
+            ignored.merge(parameters.ignored) { first, _ in first }
+            if let dropped = segments.compactMap({ $0.decoding?.promptTokensDropped }).max() {
+                ignored["prompt"] = "its first \(dropped) tokens: Whisper takes the last \(DecodingOptions.maxPromptTokens) tokens of a prompt"
+            }
+            var answered = parameters
+            answered.ignored = ignored
+            return Self.render(segments, duration: decoder.duration, parameters: answered, translate: translate)
         } catch {
             return .openAIError(errors.wire(error))
         }
@@ -66,11 +74,12 @@ struct OpenAITranscription: Sendable {
         let errors = self.errors
         let work = Task {
             do {
-                let segments = try await run.transcribe(module) { segment in
+                let (segments, ignored) = try await run.transcribe(module) { segment in
                     continuation.yield(Self.event(["type": "transcript.text.delta", "delta": segment.text + " "]))
                 }
                 var done: [String: String] = ["type": "transcript.text.done", "text": TranscriptFormatter.text(segments)]
-                if !parameters.ignored.isEmpty { done["earshot_ignored"] = parameters.ignored.keys.sorted().joined(separator: ",") }
+                let all = ignored.merging(parameters.ignored) { first, _ in first }
+                if !all.isEmpty { done["earshot_ignored"] = all.keys.sorted().joined(separator: ",") }
                 continuation.yield(Self.event(done))
             } catch {
                 let wire = errors.wire(error)
@@ -112,7 +121,7 @@ struct OpenAITranscription: Sendable {
     /// catalog asset that is not installed is installed for the caller first (its reservation
     /// counts against the caller's quota, as for any client).
     private func resolve(_ parameters: Parameters, translate: Bool, client: AnalysisClient) async throws -> TranscriptionRequest {
-        var request = TranscriptionRequest(language: parameters.language, translate: translate, wordTimes: parameters.words)
+        var request = TranscriptionRequest(language: parameters.language, translate: translate, wordTimes: parameters.words, decoding: parameters.decoding)
         switch parameters.model {
         case "whisper-1", "transcriber": request.kind = .transcriber
         case "dictation": request.kind = .dictation
@@ -180,19 +189,19 @@ struct OpenAITranscription: Sendable {
         if stream, ![.json, .text].contains(format) {
             throw ParameterError(message: "stream=true streams text: use response_format json or text", param: "stream")
         }
-        var ignored: [String: String] = [:]
-        if let prompt = form.value("prompt"), !prompt.isEmpty {
-            ignored["prompt"] = "the engines cannot be prompted (no initial-prompt support in sherpa-onnx's Whisper or PocketSphinx)"
-        }
+        let prompt = form.value("prompt").flatMap { $0.isEmpty ? nil : $0 }
+        var temperature: Double?
         if let text = form.value("temperature") {
-            guard let temperature = Double(text), (0...1).contains(temperature) else {
+            guard let value = Double(text), value.isFinite, (0...1).contains(value) else {
                 throw ParameterError(message: "temperature must be a number from 0 to 1", param: "temperature")
             }
-            if temperature != 0 { ignored["temperature"] = "decoding is greedy (temperature 0)" }
+            temperature = value
         }
+        let decoding = DecodingOptions(prompt: prompt, temperature: temperature)
+        if let problem = decoding.problem { throw ParameterError(message: problem, param: prompt != nil ? "prompt" : "temperature") }
         return Parameters(file: file, model: form.value("model").flatMap { $0.isEmpty ? nil : $0 } ?? "whisper-1", language: language, format: format,
                           words: granularities.contains("word"), segments: granularities.isEmpty || granularities.contains("segment"),
-                          stream: stream, ignored: ignored)
+                          stream: stream, decoding: decoding.isEmpty ? nil : decoding, ignored: [:])
     }
 
     // MARK: - Response formats
@@ -200,19 +209,45 @@ struct OpenAITranscription: Sendable {
     struct Verbose: Encodable {
         struct Segment: Encodable {
             var id: Int, start: Double, end: Double, text: String
+            /// Whisper's measures (absent for PocketSphinx): OpenAI's `seek` (the segment's start in
+            /// 10 ms frames), `tokens`, `temperature`, `avg_logprob`, `compression_ratio`, `no_speech_prob`.
+            var seek: Int?, tokens: [Int]?, temperature: Double?, avgLogprob: Double?, compressionRatio: Double?, noSpeechProb: Double?
             /// Speech the engine gave no text for (Earshot extension; absent otherwise).
             var speechWithoutText: Bool?
-            enum CodingKeys: String, CodingKey { case id, start, end, text, speechWithoutText = "speech_without_text" }
+            enum CodingKeys: String, CodingKey {
+                case id, seek, start, end, text, tokens, temperature, avgLogprob = "avg_logprob", compressionRatio = "compression_ratio"
+                case noSpeechProb = "no_speech_prob", speechWithoutText = "speech_without_text"
+            }
+
+            init(id: Int, _ segment: TranscriptSegment) {
+                self.id = id
+                start = segment.start
+                end = segment.end
+                text = segment.text
+                speechWithoutText = segment.speechWithoutText
+                if let decoding = segment.decoding {
+                    seek = Int((segment.start * 100).rounded())
+                    tokens = decoding.tokens
+                    temperature = decoding.temperature
+                    avgLogprob = decoding.averageLogProbability
+                    compressionRatio = decoding.compressionRatio
+                    noSpeechProb = decoding.noSpeechProbability
+                }
+            }
         }
         struct Word: Encodable { var word: String, start: Double, end: Double }
         var task: String
         var language: String
+        /// The identified language's probability, when the language was identified (faster-whisper's field).
+        var languageProbability: Double?
         var duration: Double
         var text: String
         var segments: [Segment]?
         var words: [Word]?
         var earshotIgnored: [String: String]?
-        enum CodingKeys: String, CodingKey { case task, language, duration, text, segments, words, earshotIgnored = "earshot_ignored" }
+        enum CodingKeys: String, CodingKey {
+            case task, language, languageProbability = "language_probability", duration, text, segments, words, earshotIgnored = "earshot_ignored"
+        }
     }
 
     struct Plain: Encodable {
@@ -234,9 +269,12 @@ struct OpenAITranscription: Sendable {
             let spoken = segments.filter { !$0.text.isEmpty || $0.speechWithoutText == true }
             let code = translate ? "en" : (TranscriptFormatter.language(spoken) ?? parameters.language ?? "en")
             let words = spoken.flatMap(\.words).compactMap { word in word.start.flatMap { start in word.end.map { Verbose.Word(word: word.text, start: start, end: $0) } } }
-            return .json(Verbose(task: translate ? "translate" : "transcribe", language: languageName(code), duration: duration, text: TranscriptFormatter.text(spoken),
-                                 segments: parameters.segments ? spoken.enumerated().map { Verbose.Segment(id: $0.offset, start: $0.element.start, end: $0.element.end, text: $0.element.text,
-                                                                                                       speechWithoutText: $0.element.speechWithoutText) } : nil,
+            // The identified language's probability: the mean over the segments that identified it.
+            let identified = spoken.compactMap { $0.decoding?.languageProbability }
+            return .json(Verbose(task: translate ? "translate" : "transcribe", language: languageName(code),
+                                 languageProbability: identified.isEmpty ? nil : identified.reduce(0, +) / Double(identified.count),
+                                 duration: duration, text: TranscriptFormatter.text(spoken),
+                                 segments: parameters.segments ? spoken.enumerated().map { Verbose.Segment(id: $0.offset, $0.element) } : nil,
                                  words: parameters.words ? words : nil, earshotIgnored: ignored), headers: headers)
         }
     }
@@ -260,7 +298,10 @@ struct TranscriptionRun: Sendable {
     let client: AnalysisClient
     let decoder: SpeechFileDecoder
 
-    func transcribe(_ request: TranscriptionRequest, onSegment: @escaping @Sendable (TranscriptSegment) -> Void) async throws -> [TranscriptSegment] {
+    /// The final segments, and what the session's engine did not take of the request (field →
+    /// why: a prompt or temperature the model has no use for).
+    func transcribe(_ request: TranscriptionRequest, onSegment: @escaping @Sendable (TranscriptSegment) -> Void) async throws
+        -> (segments: [TranscriptSegment], ignored: [String: String]) {
         let (events, continuation) = AsyncStream.makeStream(of: AnalysisEvent.self)
         let connection = client.connection
         defer { Task { await coordinator.connectionClosed(connection) } }
@@ -268,6 +309,7 @@ struct TranscriptionRun: Sendable {
             continuation.yield(event)
             if case .finished = event { continuation.finish() }
         }
+        let ignored = await coordinator.ignoredRequests(of: session)
         let queue = DispatchQueue(label: "earshot.http.decode")
         let decoder = self.decoder
         while let block = try await Self.next(decoder, on: queue) {
@@ -289,7 +331,7 @@ struct TranscriptionRun: Sendable {
                 break
             }
         }
-        return segments
+        return (segments, ignored)
     }
 
     private static func next(_ decoder: SpeechFileDecoder, on queue: DispatchQueue) async throws -> [Float]? {

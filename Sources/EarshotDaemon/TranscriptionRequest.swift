@@ -14,6 +14,10 @@ struct TranscriptionRequest: Sendable {
     var translate = false
     /// Word times and confidences in the results.
     var wordTimes = false
+    /// Whisper's prompt, beam and temperature (OpenAI's `prompt` and `temperature`).
+    var decoding: DecodingOptions?
+    /// Contextual strings (Wyoming's `transcribe` context).
+    var context = AnalysisContextData()
 }
 
 extension AnalysisCoordinator {
@@ -42,11 +46,26 @@ extension AnalysisCoordinator {
         var lastError: (any Error)?
         for candidate in candidates {
             do {
-                return try await open([candidate], options: AnalysisOptions(modelRetention: .lingering, input: .recording), context: AnalysisContextData(), for: client, events: events)
+                return try await open([candidate], options: AnalysisOptions(modelRetention: .lingering, input: .recording, decoding: request.decoding),
+                                      context: request.context, for: client, events: events)
             } catch {
                 lastError = error
             }
         }
         throw lastError ?? AssetError.notInstalled("no speech model is installed for \(language)")
+    }
+
+    /// What session `id`'s engine does not take of its decoding options and contextual strings,
+    /// by field name (OpenAI's `prompt`, `temperature`; `context`), with why.
+    func ignoredRequests(of id: String) async -> [String: String] {
+        var ignored: [String: String] = [:]
+        for request in await speech.unhonored(id) {
+            switch request.kind {
+            case .decodingOption: ignored[request.value == "beam_size" ? "beam_size" : request.value] = request.reason
+            case .contextualString: ignored["context"] = request.reason
+            case .transcriptionOption: break
+            }
+        }
+        return ignored
     }
 }

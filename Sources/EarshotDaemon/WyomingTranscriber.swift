@@ -53,6 +53,8 @@ final class WyomingTranscription: @unchecked Sendable {
     // only on `queue`.
     let name: String?
     let language: String?
+    /// The request's `transcript_names` and `transcript_terms`.
+    let phrases: [String]
     let collected: CollectedTranscript
     /// Conversion (samples, downmix, libsoxr) runs here, never on the cooperative pool.
     private let queue = DispatchQueue(label: "earshot.wyoming.convert")
@@ -61,9 +63,10 @@ final class WyomingTranscription: @unchecked Sendable {
     private var storedFormat: AudioFormatFields?
     private var converter: PCMConverter?
 
-    init(name: String?, language: String?) {
+    init(name: String?, language: String?, phrases: [String] = []) {
         self.name = name
         self.language = language
+        self.phrases = phrases
         collected = CollectedTranscript(language: language)
         LiveObjects.created("WyomingTranscription")
     }
@@ -136,7 +139,7 @@ struct WyomingTranscriber: Sendable {
             .on(Transcribe.self, network: true) { request, _, context in
                 let state = try context.connection
                 await wyoming.end(state.wyoming, context: context)
-                state.wyoming = WyomingTranscription(name: request.name, language: request.language)
+                state.wyoming = WyomingTranscription(name: request.name, language: request.language, phrases: request.biasPhrases)
                 return []
             },
             .on(AudioStart.self, network: true) { start, _, context in
@@ -205,7 +208,9 @@ struct WyomingTranscriber: Sendable {
         let converter = try PCMConverter(rate: format.rate, width: format.width, channels: format.channels)
         let collected = job.collected
         let channel = try context.connection.channel
-        let session = try await coordinator.openTranscription(TranscriptionRequest(name: job.name, language: job.language), for: context.client) { _, event in
+        let request = TranscriptionRequest(name: job.name, language: job.language,
+                                           context: AnalysisContextData(contextualStrings: job.phrases.isEmpty ? [:] : ["general": job.phrases]))
+        let session = try await coordinator.openTranscription(request, for: context.client) { _, event in
             switch event {
             case .result(let result) where result.isFinal && !result.text.isEmpty:
                 collected.append(result)

@@ -1,19 +1,20 @@
 import CSherpaOnnx
 import EarshotSystem
 import EarshotWire
+import Foundation
 
 /// A silero voice activity detector created through sherpa-onnx's C API, in the engine process.
 /// Steps on one detector are serialized by the server.
-final class Detector: @unchecked Sendable {
+public final class Detector: @unchecked Sendable {
     // @unchecked: `vad` is used by one request at a time (the server's per-object queue).
     private let vad: OpaquePointer
 
     /// Blocking (a few milliseconds); nil when sherpa-onnx refuses the configuration or its buffer
     /// is longer than ``EngineVADLoad/maxBufferSeconds``.
-    init?(_ request: EngineVADLoad) {
+    public init?(_ request: EngineVADLoad, mmapThreshold: Int) {
         // Its per-step segment copies must stay under the engine's mmap threshold.
         guard request.bufferSeconds > 0, request.bufferSeconds <= EngineVADLoad.maxBufferSeconds,
-              Double(request.sampleRate) * request.bufferSeconds * 4 < Double(EngineServer.mmapThreshold) else { return nil }
+              Double(request.sampleRate) * request.bufferSeconds * 4 < Double(mmapThreshold) else { return nil }
         let made: OpaquePointer? = withCStrings([request.model, "cpu"]) { strings in
             var config = SherpaOnnxVadModelConfig()
             config.silero_vad.model = strings[0]
@@ -37,7 +38,7 @@ final class Detector: @unchecked Sendable {
     }
 
     /// Runs `request`'s steps and reports what each did.
-    func run(_ request: EngineVADStep, samples: [Float], id: String) -> EngineVADState {
+    public func run(_ request: EngineVADStep, samples: [Float], id: String) -> EngineVADState {
         switch request.action {
         case .accept:
             let size = request.stepSamples > 0 ? request.stepSamples : max(1, samples.count)
@@ -71,4 +72,12 @@ final class Detector: @unchecked Sendable {
         }
         return EngineVADState.Step(segments: segments, detected: SherpaOnnxVoiceActivityDetectorDetected(vad) != 0)
     }
+}
+
+/// Copies `strings` to C strings that stay valid for the whole of `body` (sherpa-onnx reads a
+/// config's strings during the create call), then frees them.
+func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>]) -> R) -> R {
+    let owned = strings.map { strdup($0)! }
+    defer { owned.forEach { free($0) } }
+    return body(owned.map { UnsafePointer($0) })
 }

@@ -24,17 +24,21 @@ public struct TranscriptSegment: Codable, Sendable, Hashable {
     public var language: String?
     /// True when the segment holds speech the engine gave no text for (absent otherwise).
     public var speechWithoutText: Bool?
+    /// Whisper's measures of the segment's decode (absent for other engines).
+    public var decoding: DecodeReport?
 
-    public init(start: Double, end: Double, text: String, words: [Word] = [], language: String? = nil, speechWithoutText: Bool = false) {
+    public init(start: Double, end: Double, text: String, words: [Word] = [], language: String? = nil, speechWithoutText: Bool = false,
+                decoding: DecodeReport? = nil) {
         self.start = start
         self.end = end
         self.text = text
         self.words = words
         self.language = language
         self.speechWithoutText = speechWithoutText ? true : nil
+        self.decoding = decoding
     }
 
-    enum CodingKeys: String, CodingKey { case start, end, text, words, language, speechWithoutText = "speech_without_text" }
+    enum CodingKeys: String, CodingKey { case start, end, text, words, language, speechWithoutText = "speech_without_text", decoding }
 }
 
 /// One subtitle cue.
@@ -140,6 +144,6 @@ extension TranscriptSegment {
         }
         self.init(start: result.range.start.seconds, end: result.range.end.seconds,
                   text: result.text.trimmingCharacters(in: .whitespaces), words: words, language: result.language,
-                  speechWithoutText: result.speechWithoutText ?? false)
+                  speechWithoutText: result.speechWithoutText ?? false, decoding: result.decoding)
     }
 }

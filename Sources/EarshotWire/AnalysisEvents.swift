@@ -33,14 +33,18 @@ public struct AnalysisOptions: Codable, Sendable, Hashable {
     public var keepAliveSeconds: Double?
     /// Live audio (the default) or a whole recording.
     public var input: AnalysisInput
-    public init(modelRetention: ModelRetention = .whileInUse, ignoresResourceLimits: Bool = false, keepAliveSeconds: Double? = nil, input: AnalysisInput = .live) {
+    /// How Whisper decodes the session (Earshot extension; absent: the daemon's defaults).
+    public var decoding: DecodingOptions?
+    public init(modelRetention: ModelRetention = .whileInUse, ignoresResourceLimits: Bool = false, keepAliveSeconds: Double? = nil, input: AnalysisInput = .live,
+                decoding: DecodingOptions? = nil) {
         self.modelRetention = modelRetention
         self.ignoresResourceLimits = ignoresResourceLimits
         self.keepAliveSeconds = keepAliveSeconds
         self.input = input
+        self.decoding = decoding
     }
     enum CodingKeys: String, CodingKey {
-        case modelRetention = "model_retention", ignoresResourceLimits = "ignores_resource_limits", keepAliveSeconds = "keep_alive_seconds", input
+        case modelRetention = "model_retention", ignoresResourceLimits = "ignores_resource_limits", keepAliveSeconds = "keep_alive_seconds", input, decoding
     }
     /// A keep-alive must be a finite number of seconds ≥ 0 and needs `lingering` retention, else
     /// decoding fails (the daemon answers `bad_request`).
@@ -50,8 +54,12 @@ public struct AnalysisOptions: Codable, Sendable, Hashable {
         ignoresResourceLimits = try c.decodeIfPresent(Bool.self, forKey: .ignoresResourceLimits) ?? false
         keepAliveSeconds = try c.decodeIfPresent(Double.self, forKey: .keepAliveSeconds)
         input = try c.decodeIfPresent(AnalysisInput.self, forKey: .input) ?? .live
+        decoding = try c.decodeIfPresent(DecodingOptions.self, forKey: .decoding)
         if let problem = keepAliveProblem {
             throw DecodingError.dataCorruptedError(forKey: .keepAliveSeconds, in: c, debugDescription: problem)
+        }
+        if let problem = decoding?.problem {
+            throw DecodingError.dataCorruptedError(forKey: .decoding, in: c, debugDescription: problem)
         }
     }
 
@@ -74,6 +82,49 @@ public struct AnalysisContextData: Codable, Sendable, Hashable {
     public var allStrings: [String] { contextualStrings.keys.sorted().flatMap { contextualStrings[$0] ?? [] } }
 }
 
+/// How Whisper decodes a session's speech (Earshot extension). A decoding option an engine cannot
+/// honour (PocketSphinx takes none) is reported in ``UnhonoredRequest``; a value out of range is a
+/// `bad_request`.
+public struct DecodingOptions: Codable, Sendable, Hashable {
+    /// Text every decode of the session continues (OpenAI's `prompt`): names, spellings, style.
+    /// Whisper keeps its last 223 tokens; a longer prompt loses its oldest text, and says so.
+    public var prompt: String?
+    /// Beams for final results, 1 (greedy) … ``maxBeamSize``; volatile results stay greedy.
+    public var beamSize: Int?
+    /// Sampling temperature in [0, 1]: 0 (or absent) decodes by search and raises the temperature
+    /// only when a result fails Whisper's checks; above 0, every decode samples at it.
+    public var temperature: Double?
+
+    /// The widest beam a session may ask for.
+    public static let maxBeamSize = 16
+    /// The longest prompt accepted (its last ``maxPromptTokens`` tokens are used).
+    public static let maxPromptCharacters = 16384
+    /// Prompt tokens Whisper takes (OpenAI's bound: half its 448-token context, less one).
+    public static let maxPromptTokens = 223
+
+    public init(prompt: String? = nil, beamSize: Int? = nil, temperature: Double? = nil) {
+        self.prompt = prompt
+        self.beamSize = beamSize
+        self.temperature = temperature
+    }
+
+    enum CodingKeys: String, CodingKey { case prompt, beamSize = "beam_size", temperature }
+
+    /// Why these options cannot be honoured, nil when they can.
+    public var problem: String? {
+        if let beamSize, !(1...Self.maxBeamSize).contains(beamSize) { return "beam_size must be 1…\(Self.maxBeamSize), not \(beamSize)" }
+        if let temperature, !(temperature.isFinite && (0...1).contains(temperature)) { return "temperature must lie in [0, 1], not \(temperature)" }
+        if let prompt, prompt.count > Self.maxPromptCharacters { return "a prompt is at most \(Self.maxPromptCharacters) characters" }
+        if let prompt, prompt.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !"\n\t\r".unicodeScalars.contains($0) }) {
+            return "a prompt is text: it may not hold control characters"
+        }
+        return nil
+    }
+
+    /// The options as a session asks for them, nil when it asks for nothing.
+    public var isEmpty: Bool { prompt == nil && beamSize == nil && temperature == nil }
+}
+
 /// Something a module of a session asked for that its engine does not do, reported instead of
 /// silently dropped (Earshot extension: Apple's modules have no such report).
 public struct UnhonoredRequest: Codable, Sendable, Hashable {
@@ -82,6 +133,8 @@ public struct UnhonoredRequest: Codable, Sendable, Hashable {
         case transcriptionOption = "transcription_option"
         /// A word of the session's contextual strings.
         case contextualString = "contextual_string"
+        /// One of the session's ``DecodingOptions``.
+        case decodingOption = "decoding_option"
     }
     /// Index of the module in the session's module list.
     public var module: Int
@@ -295,8 +348,10 @@ public struct AnalyzerResult: WireEvent, Hashable {
     /// True on a final result whose range holds speech (the detector found it) that the engine gave
     /// no text for, even decoded again: speech lost, not silence. Absent otherwise.
     public var speechWithoutText: Bool?
+    /// Whisper's measures of a final result (Earshot extension; absent for other engines).
+    public var decoding: DecodeReport?
     public init(session: String, module: Int, range: WireTimeRange, finalizationTime: WireTime, isFinal: Bool, runs: [TextRun], alternatives: [String] = [], speechDetected: Bool? = nil, language: String? = nil,
-                speechWithoutText: Bool? = nil) {
+                speechWithoutText: Bool? = nil, decoding: DecodeReport? = nil) {
         self.session = session
         self.module = module
         self.range = range
@@ -307,13 +362,48 @@ public struct AnalyzerResult: WireEvent, Hashable {
         self.speechDetected = speechDetected
         self.language = language
         self.speechWithoutText = speechWithoutText
+        self.decoding = decoding
     }
     enum CodingKeys: String, CodingKey {
         case session, module, range, finalizationTime = "finalization_time", isFinal = "is_final", runs, alternatives
-        case speechDetected = "speech_detected", language, speechWithoutText = "speech_without_text"
+        case speechDetected = "speech_detected", language, speechWithoutText = "speech_without_text", decoding
     }
     /// The runs' text joined.
     public var text: String { runs.map(\.text).joined() }
+}
+
+/// How sure Whisper's decoder was of a result, as OpenAI's `verbose_json` segments say it.
+public struct DecodeReport: Codable, Sendable, Hashable {
+    /// Average log probability of the decode's text tokens and end-of-text.
+    public var averageLogProbability: Double
+    /// Probability that the decoded audio held no speech.
+    public var noSpeechProbability: Double
+    /// Text length over its zlib-compressed length (above 2.4 the text repeats itself).
+    public var compressionRatio: Double
+    /// The temperature whose result was kept (0: search; above: the fallback sampled).
+    public var temperature: Double
+    /// The result's token ids.
+    public var tokens: [Int]
+    /// The identified language's probability (when the language was identified).
+    public var languageProbability: Double?
+    /// Prompt tokens dropped from the front to fit Whisper's 223 (absent: none).
+    public var promptTokensDropped: Int?
+
+    public init(averageLogProbability: Double, noSpeechProbability: Double, compressionRatio: Double, temperature: Double, tokens: [Int],
+                languageProbability: Double? = nil, promptTokensDropped: Int? = nil) {
+        self.averageLogProbability = averageLogProbability
+        self.noSpeechProbability = noSpeechProbability
+        self.compressionRatio = compressionRatio
+        self.temperature = temperature
+        self.tokens = tokens
+        self.languageProbability = languageProbability
+        self.promptTokensDropped = promptTokensDropped
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case averageLogProbability = "avg_logprob", noSpeechProbability = "no_speech_prob", compressionRatio = "compression_ratio", temperature, tokens
+        case languageProbability = "language_probability", promptTokensDropped = "prompt_tokens_dropped"
+    }
 }
 
 /// `earshot.analyzer.volatile-range`: the range whose results may still change (nil: none).

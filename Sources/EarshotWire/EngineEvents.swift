@@ -84,22 +84,48 @@ public struct EngineLoaded: WireEvent, Hashable {
 }
 
 /// Decodes the payload's samples with a loaded Whisper model (`engine.whisper-decode`); answered
-/// by ``EngineWhisperResult``. Decodes on one model may run concurrently.
+/// by ``EngineWhisperResult``. Decodes on one model may run concurrently. Every option is
+/// optional: absent, the load's language and task and the decoder's defaults apply.
 public struct EngineWhisperDecode: WireEvent, Hashable {
     public static let eventType = "engine.whisper-decode"
     public var id: String
     public var object: String
     public var sampleRate: Int
+    /// Whisper language code; empty: identify the language (multilingual models).
+    public var language: String?
+    /// `transcribe` or `translate`.
+    public var task: String?
+    /// Beams at temperature 0 (1: greedy), 1…``maxBeamSize``.
+    public var beamSize: Int?
+    /// Temperatures tried in turn, each in [0, 1] (`[0]`: no fallback).
+    public var temperatures: [Double]?
+    /// Text the decode continues from (earlier text of the recording, or a user's prompt).
+    public var prompt: String?
+    /// Phrases the decode is biased towards (and which join the prompt).
+    public var context: [String]?
+    /// Alternative texts wanted besides the best (from the beam), 0…``maxBeamSize`` − 1.
+    public var alternatives: Int?
 
-    public init(id: String, object: String, sampleRate: Int) {
+    /// The widest beam a decode may ask for.
+    public static let maxBeamSize = DecodingOptions.maxBeamSize
+
+    public init(id: String, object: String, sampleRate: Int, language: String? = nil, task: String? = nil, beamSize: Int? = nil,
+                temperatures: [Double]? = nil, prompt: String? = nil, context: [String]? = nil, alternatives: Int? = nil) {
         self.id = id
         self.object = object
         self.sampleRate = sampleRate
+        self.language = language
+        self.task = task
+        self.beamSize = beamSize
+        self.temperatures = temperatures
+        self.prompt = prompt
+        self.context = context
+        self.alternatives = alternatives
     }
 }
 
-/// What sherpa-onnx's Whisper recognizer returned (`engine.whisper-result`): the text and, per
-/// token, its text, start and (when the export gives them) duration and log probability.
+/// What a Whisper decode returned (`engine.whisper-result`): the text and, per token, its text,
+/// start, duration and log probability; with the decoder's measures of the result.
 public struct EngineWhisperResult: WireEvent, Hashable {
     public static let eventType = "engine.whisper-result"
     public var id: String
@@ -110,8 +136,27 @@ public struct EngineWhisperResult: WireEvent, Hashable {
     public var starts: [Double]
     public var durations: [Double]?
     public var logProbabilities: [Double]?
+    /// Token ids of the text (OpenAI `verbose_json` `tokens`).
+    public var tokenIDs: [Int]?
+    /// Average log probability of the text's tokens and end-of-text.
+    public var averageLogProbability: Double?
+    /// Probability that the audio holds no speech.
+    public var noSpeechProbability: Double?
+    /// The text's length over its zlib-compressed length (high: it repeats itself).
+    public var compressionRatio: Double?
+    /// The temperature whose result was kept.
+    public var temperature: Double?
+    /// The identified language's probability (when the language was identified).
+    public var languageProbability: Double?
+    /// Other texts the beam found, most probable first.
+    public var alternatives: [EngineWhisperAlternative]?
+    /// Prompt tokens dropped from the front to fit the model's bound.
+    public var promptTokensDropped: Int?
 
-    public init(id: String, text: String, language: String?, tokens: [String], starts: [Double], durations: [Double]?, logProbabilities: [Double]?) {
+    public init(id: String, text: String, language: String?, tokens: [String], starts: [Double], durations: [Double]?, logProbabilities: [Double]?,
+                tokenIDs: [Int]? = nil, averageLogProbability: Double? = nil, noSpeechProbability: Double? = nil, compressionRatio: Double? = nil,
+                temperature: Double? = nil, languageProbability: Double? = nil, alternatives: [EngineWhisperAlternative]? = nil,
+                promptTokensDropped: Int? = nil) {
         self.id = id
         self.text = text
         self.language = language
@@ -119,6 +164,25 @@ public struct EngineWhisperResult: WireEvent, Hashable {
         self.starts = starts
         self.durations = durations
         self.logProbabilities = logProbabilities
+        self.tokenIDs = tokenIDs
+        self.averageLogProbability = averageLogProbability
+        self.noSpeechProbability = noSpeechProbability
+        self.compressionRatio = compressionRatio
+        self.temperature = temperature
+        self.languageProbability = languageProbability
+        self.alternatives = alternatives
+        self.promptTokensDropped = promptTokensDropped
+    }
+}
+
+/// Another text a beam search found for the same audio.
+public struct EngineWhisperAlternative: Codable, Sendable, Hashable {
+    public var text: String
+    public var averageLogProbability: Double
+
+    public init(text: String, averageLogProbability: Double) {
+        self.text = text
+        self.averageLogProbability = averageLogProbability
     }
 }
 

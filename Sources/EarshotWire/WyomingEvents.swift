@@ -174,10 +174,20 @@ public struct Transcribe: WireEvent, Hashable {
     public var name: String?
     /// BCP-47 language.
     public var language: String?
-    public init(name: String? = nil, language: String? = nil) {
+    /// Names that should bias the transcription (people, places); taken before the terms.
+    public var transcriptNames: [String]?
+    /// Domain terms that should bias the transcription.
+    public var transcriptTerms: [String]?
+    public init(name: String? = nil, language: String? = nil, transcriptNames: [String]? = nil, transcriptTerms: [String]? = nil) {
         self.name = name
         self.language = language
+        self.transcriptNames = transcriptNames
+        self.transcriptTerms = transcriptTerms
     }
+    enum CodingKeys: String, CodingKey { case name, language, transcriptNames = "transcript_names", transcriptTerms = "transcript_terms" }
+
+    /// The names, then the terms: the session's contextual strings.
+    public var biasPhrases: [String] { (transcriptNames ?? []) + (transcriptTerms ?? []) }
 }
 
 /// `transcript`: the final text of a transcription.

@@ -40,6 +40,14 @@ public enum LibriVox {
         return Array(repeating: text, count: repeats).joined(separator: " ")
     }
 
+    /// The samples of a 16 kHz mono 16-bit WAV file, in [-1, 1].
+    public static func samples(_ path: String) throws -> [Float] {
+        let bytes = try pcm(path)
+        return stride(from: bytes.startIndex, to: bytes.endIndex - 1, by: 2).map {
+            Float(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) / 32768
+        }
+    }
+
     /// The PCM bytes of a 16 kHz mono 16-bit WAV file (its `data` chunk).
     static func pcm(_ path: String) throws -> Data {
         let wav = try Data(contentsOf: URL(fileURLWithPath: path))

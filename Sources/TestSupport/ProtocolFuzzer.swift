@@ -8,17 +8,7 @@ import Foundation
 /// same traffic. Used by the fuzz test (bounded in time) and `Benchmarks/fuzz.sh` (10⁶ frames).
 public struct ProtocolFuzzer {
     /// SplitMix64: small, fast and reproducible.
-    public struct Generator: RandomNumberGenerator {
-        private var state: UInt64
-        public init(seed: UInt64) { state = seed }
-        public mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    public typealias Generator = SplitMix64
 
     /// What a run did.
     public struct Report: Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import EarshotSherpaOnnx
+import EarshotEngine
 import EarshotSystem
 import Foundation
 

@@ -4,7 +4,8 @@ import EarshotCommandLine
 import EarshotWire
 import Foundation
 
-/// `earshot transcribe FILE… [--locale L] [--module KIND] [--keep-alive D] [--json|--srt|--vtt]`, `--live` and `--mic`.
+/// `earshot transcribe FILE… [--locale L] [--module KIND] [--keep-alive D] [--prompt TEXT] [--context PHRASE]… [--beam N]
+/// [--temperature T] [--json|--srt|--vtt]`, `--live` and `--mic`.
 enum TranscribeCommand {
     static func run(_ arguments: Arguments, connection: DaemonConnection) async throws -> ExitCode {
         let files = Array(arguments.positional.dropFirst())
@@ -29,7 +30,9 @@ enum TranscribeCommand {
         // or --keep-alive, so the next call does not load it again.
         let keepAlive = try arguments.duration("keep-alive")
         // Files are whole recordings: Whisper decodes consecutive utterances together.
-        let options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive, input: live ? .live : .recording)
+        let options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive, input: live ? .live : .recording,
+                                             decoding: try decoding(arguments))
+        let context = arguments.values("context")
 
         // One status query when the preferred model is installed (the analyzer shares this
         // connection); otherwise it installs the first supported candidate — a transcriber over
@@ -50,6 +53,11 @@ enum TranscribeCommand {
         for file in live ? [mic ? "microphone" : "-"] : files {
             let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
             let analyzer = SpeechAnalyzer(modules: [module], options: options)
+            if !context.isEmpty {
+                let analysisContext = AnalysisContext()
+                analysisContext.contextualStrings[.general] = context
+                try await analyzer.setContext(analysisContext)
+            }
             // Final text on stdout (stderr when stdout carries JSON or subtitles); volatile text
             // redrawn in place on the terminal.
             let display = live ? LiveTranscriptRenderer.onStandardError(finalsToStderr: arguments.has("json") || arguments.has("srt") || arguments.has("vtt")) : nil
@@ -75,6 +83,9 @@ enum TranscribeCommand {
                 }
                 if let last { try await analyzer.finalizeAndFinish(through: last) } else { await analyzer.cancelAndFinishNow() }
                 let segments = try await collector.value
+                if let dropped = segments.compactMap({ $0.decoding?.promptTokensDropped }).max() {
+                    Output.note("earshot: --prompt: its first \(dropped) tokens were dropped (Whisper takes the last \(DecodingOptions.maxPromptTokens))")
+                }
                 // Speech the model gave no text for is said, never passed off as silence.
                 for stretch in TranscriptFormatter.speechWithoutText(segments) {
                     Output.note("earshot: \(file): no text for speech at " + String(format: "%.1f–%.1f s", stretch.start, stretch.end))
@@ -113,6 +124,28 @@ enum TranscribeCommand {
 
     /// Keeps the SIGINT source alive while capturing.
     nonisolated(unsafe) static var stopOnInterrupt: (any DispatchSourceSignal)?
+
+    /// `--prompt TEXT`, `--beam N` and `--temperature T` (nil when none is given); a value out of
+    /// range is an error here, before any audio is sent.
+    static func decoding(_ arguments: Arguments) throws -> SpeechAnalyzer.Options.Decoding? {
+        let beam = try arguments.value("beam").map { text in
+            guard let value = Int(text), (1...DecodingOptions.maxBeamSize).contains(value) else {
+                throw WireError(.badRequest, "--beam needs a whole number from 1 to \(DecodingOptions.maxBeamSize), not '\(text)'")
+            }
+            return value
+        }
+        let temperature = try arguments.value("temperature").map { text in
+            guard let value = Double(text), value.isFinite, (0...1).contains(value) else {
+                throw WireError(.badRequest, "--temperature needs a number from 0 to 1, not '\(text)'")
+            }
+            return value
+        }
+        let decoding = SpeechAnalyzer.Options.Decoding(prompt: arguments.value("prompt"), beamSize: beam, temperature: temperature)
+        if let problem = DecodingOptions(prompt: decoding.prompt, beamSize: beam, temperature: temperature).problem {
+            throw WireError(.badRequest, "--prompt: \(problem)")
+        }
+        return decoding == SpeechAnalyzer.Options.Decoding() ? nil : decoding
+    }
 
     /// `--NAME N` as an integer (`fallback` when absent); anything else is an error, not a default.
     static func integer(_ arguments: Arguments, _ name: String, default fallback: Int) throws -> Int {

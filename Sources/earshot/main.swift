@@ -16,6 +16,7 @@ let usage = """
       reservations                            this app's reserved locales
       reserve L | release L                   reserve or release a locale
       transcribe FILE... [--locale L|auto] [--module KIND] [--translate] [--keep-alive D] [--json|--srt|--vtt]
+                 [--prompt TEXT] [--context PHRASE]... [--beam N] [--temperature T]
                                               transcribe audio and video files (what libsndfile or FFmpeg reads:
                                               WAV, FLAC, Ogg, MP3, m4a, mp4, webm, …); installs
                                               the model if needed, preferring a transcriber over dictation;
@@ -23,7 +24,13 @@ let usage = """
                                               --translate gives English text (multilingual models);
                                               the model stays loaded for the daemon's LingerSeconds after
                                               the call, or for --keep-alive D (0, 30s, 5m, 1h; 0: unload
-                                              it now), at most the daemon's MaxKeepAliveSec
+                                              it now), at most the daemon's MaxKeepAliveSec;
+                                              Whisper: --prompt TEXT conditions every decode
+                                              (names, spellings, style; its last 223 tokens), each
+                                              --context PHRASE joins the prompt and biases the search
+                                              towards it, --beam N (1-16; the daemon's BeamSize) and
+                                              --temperature T (0-1; 0 searches, falling back to higher
+                                              temperatures only when a result fails Whisper's checks)
       transcribe --live [--rate HZ] [--channels N]
                                               transcribe raw s16le PCM from stdin as it arrives
       transcribe --mic [--device SOURCE]      transcribe the microphone (PulseAudio/PipeWire source;
@@ -32,14 +39,14 @@ let usage = """
                                               monitor), the SOURCE names --device takes; needs no daemon
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device", "keep-alive"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device", "keep-alive", "prompt", "context", "beam", "temperature"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
 let arguments = invocation.arguments
 let command = invocation.command
 /// The options each command takes besides `--socket` and `--json`: any other is an error, never ignored.
 let commandOptions: [String: Set<String>] = [
     "status": [], "reservations": [], "reserve": [], "release": [],
     "locales": ["module", "installed"], "install": ["locale", "module", "preset"],
-    "transcribe": ["locale", "module", "translate", "keep-alive", "srt", "vtt", "live", "rate", "channels", "mic", "device"],
+    "transcribe": ["locale", "module", "translate", "keep-alive", "srt", "vtt", "live", "rate", "channels", "mic", "device", "prompt", "context", "beam", "temperature"],
 ]
 if let allowed = commandOptions[command] {
     invocation.require(only: allowed, common: ["socket", "json"], program: "earshot", usage: usage)

@@ -44,13 +44,16 @@ struct ContextTests {
         #expect(!log.contains("r2-d2") && !log.contains("prudently"), "\(log)")
     }
 
-    @Test func whisperReportsContextualStringsNotHonoured() async throws {
+    /// Whisper takes contextual strings (its prompt and a bias on its search) within their
+    /// bounds; one past a bound is reported, never dropped silently.
+    @Test func whisperHonoursContextualStringsWithinTheirBounds() async throws {
         try await Porting.useDaemon()
         let transcriber = SpeechTranscriber(locale: Self.english, preset: .transcription)
         try await ensureAssets(for: transcriber)
         let analyzer = SpeechAnalyzer(modules: [transcriber])
         let context = AnalysisContext()
-        context.contextualStrings[.general] = ["Dashwood"]
+        let overlong = String(repeating: "very long phrase ", count: 5)
+        context.contextualStrings[.general] = ["Dashwood", overlong]
         try await analyzer.setContext(context)
         async let text = transcriber.results.reduce(into: "") { $0 += String($1.text.characters) }
         let last = try await analyzer.analyzeSequence(from: try AVAudioFile(forReading: Porting.url(Porting.ids[4])))
@@ -58,7 +61,7 @@ struct ContextTests {
         #expect(!(try await text).isEmpty)
         let unhonored = transcriber.unhonoredRequests
         #expect(unhonored.map(\.kind) == [.contextualString], "\(unhonored)")
-        #expect(unhonored.first?.value == "Dashwood")
+        #expect(unhonored.first?.value == overlong)
         #expect(unhonored.first?.reason.contains("Whisper") == true)
     }
 }

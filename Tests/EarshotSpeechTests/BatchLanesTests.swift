@@ -10,7 +10,7 @@ import Testing
     /// A stand-in model that answers with its name.
     struct Named: SegmentTranscribing {
         let name: String
-        func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { Transcription(text: name) }
+        func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription { Transcription(text: name) }
     }
 
     /// Counts acquisitions and releases; an acquisition can be held until `proceed()`.

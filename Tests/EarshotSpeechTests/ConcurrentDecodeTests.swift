@@ -16,7 +16,7 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
     /// Most calls that ran at once.
     var mostAtOnce: Int { lock.withLock { most } }
 
-    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
         let index = lock.withLock {
             defer { next += 1; running += 1; most = max(most, running) }
             return next

@@ -115,7 +115,14 @@ struct ContextualStringsTests {
         #expect(forDictation.allSatisfy { $0.module == 1 })
         let transcriber = ModuleConfiguration(kind: .transcriber, locale: "en-US", transcriptionOptions: ["translate", "etiquetteReplacements"])
         let forWhisper = EngineCapabilities.unhonored(transcriber, engine: "sherpa-onnx-whisper", module: 0, context: context, unusableWords: [])
-        #expect(forWhisper.map(\.value) == ["etiquetteReplacements", "Dashwood"], "translate is honoured")
+        #expect(forWhisper.map(\.value) == ["etiquetteReplacements"], "translate and the contextual string are honoured")
+        let long = String(repeating: "x", count: WhisperContext.maxPhraseCharacters + 1)
+        let bounded = EngineCapabilities.unhonored(transcriber, engine: "sherpa-onnx-whisper", module: 0,
+                                                   context: AnalysisContextData(contextualStrings: ["general": ["Dashwood", long]]), unusableWords: [])
+        #expect(bounded.map(\.value) == ["etiquetteReplacements", long], "a phrase past its bound is reported")
+        let prompted = EngineCapabilities.unhonored(dictation, engine: "pocketsphinx", module: 1, context: AnalysisContextData(),
+                                                    decoding: DecodingOptions(prompt: "Dashwood", beamSize: 3), unusableWords: [])
+        #expect(prompted.filter { $0.kind == .decodingOption }.map(\.value) == ["prompt", "beam_size"], "PocketSphinx takes no decoding options")
         #expect(EngineCapabilities.unhonored(ModuleConfiguration(kind: .detector, locale: nil), engine: "sherpa-onnx-silero-vad", module: 2,
                                              context: context, unusableWords: []).isEmpty)
     }

@@ -8,7 +8,7 @@ import TestSupport
 /// The shared model cache's retention, with an injected clock and a stand-in model.
 @Suite struct ModelCacheTests {
     struct Model: SegmentTranscribing {
-        func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { Transcription(text: "") }
+        func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription { Transcription(text: "") }
     }
 
     static func loadedKeys(_ cache: ModelCache) async -> [String] { await cache.loaded.map(\.key) }
@@ -16,7 +16,7 @@ import TestSupport
     /// A model whose engine process can end, as a crashed `earshot-engine` ends a `WhisperModel`.
     final class EngineBacked: SegmentTranscribing, @unchecked Sendable {
         private let alive = OnceFlag()
-        func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { Transcription(text: "") }
+        func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription { Transcription(text: "") }
         var isUsable: Bool { !alive.isSet }
         func engineEnded() { alive.set() }
     }

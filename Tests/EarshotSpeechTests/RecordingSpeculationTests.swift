@@ -136,7 +136,7 @@ import Testing
     /// A model whose engine went away: every decode fails.
     struct FailingModel: SegmentTranscribing {
         struct EngineGone: Error {}
-        func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { throw EngineGone() }
+        func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription { throw EngineGone() }
     }
 
     /// Regression: a decode that failed after the client asked to finish ended the session

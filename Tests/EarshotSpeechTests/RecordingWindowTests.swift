@@ -16,7 +16,7 @@ final class QuarterSecondWords: SegmentTranscribing, @unchecked Sendable {
 
     init(oneVoice: Bool = false) { self.oneVoice = oneVoice }
 
-    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
         lock.withLock { sizes.append(samples.count) }
         let quarter = Double(sampleRate) / 4
         let voice = samples.first ?? 0

@@ -9,7 +9,7 @@ import TestSupport
 /// result covers.
 final class CountingTranscriber: SegmentTranscribing {
     let calls = Counter()
-    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
         calls.increment()
         return Transcription(text: "segment of \(samples.count) samples", words: [
             RecognizedWord(text: "segment", start: 0, end: 0.5, confidence: 0.9),

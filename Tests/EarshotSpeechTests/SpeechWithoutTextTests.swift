@@ -7,7 +7,7 @@ import TestSupport
 
 /// A transcriber that gives nothing for any audio (speech it cannot make out).
 struct HearsNothing: SegmentTranscribing {
-    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription { Transcription(text: "") }
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription { Transcription(text: "") }
 }
 
 /// Records what a session reports of speech without text.
@@ -73,7 +73,7 @@ final class LostSpeechLog: SpeechObserver, @unchecked Sendable {
         // Whisper's early word times gave piece 1's two words to piece 0 ("for them."); decoded
         // alone, piece 1 says them again: they are not repeated, and piece 1 is not lost speech.
         struct Repeats: SegmentTranscribing {
-            func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+            func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
                 if samples.count > 2 * 16000 {
                     let words = [("And", 0.2), ("for", 1.3), ("them.", 1.45)].map { RecognizedWord(text: $0.0, start: $0.1, end: $0.1 + 0.1) }
                     return Transcription(text: "And for them.", words: words)

@@ -1,3 +1,4 @@
+import EarshotSystem
 import EarshotWire
 import Testing
 

@@ -1,21 +1,10 @@
+import EarshotSystem
 import EarshotWire
 import Foundation
 import Testing
 
-/// SplitMix64: a tiny deterministic PRNG so randomized tests reproduce from their seed on any
-/// platform and toolchain (the standard library's `random(in:using:)` algorithms are not pinned).
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Draws for randomized tests (SplitMix64 reproduces from its seed on any platform and toolchain).
+extension SplitMix64 {
     /// Uniform-enough integer in `range` (modulo bias is irrelevant here).
     mutating func int(_ range: ClosedRange<Int>) -> Int {
         let span = UInt64(range.upperBound - range.lowerBound) + 1

@@ -80,13 +80,32 @@ struct HTTPFrontTests {
         #expect(unknown["status"] as? Int == 404 && unknown["code"] as? String == "model_not_found")
     }
 
-    @Test func promptAndTemperatureTheEngineCannotHonourAreReported() async throws {
-        let reply = try await Self.curl(["-F", "file=@\(SpeechFixtures.path(Self.utterance))", "-F", "prompt=Dashwood", "-F", "temperature=0.4",
+    /// OpenAI's `prompt` and `temperature` reach Whisper (nothing reported ignored); a prompt
+    /// longer than Whisper takes has its dropped front reported; `verbose_json` segments carry
+    /// the decoder's measures.
+    @Test func promptAndTemperatureAreHonouredAndAPromptsDroppedFrontIsReported() async throws {
+        let file = "file=@\(SpeechFixtures.path(Self.utterance))"
+        let reply = try await Self.curl(["-F", file, "-F", "prompt=Dashwood", "-F", "temperature=0", "-F", "response_format=verbose_json",
                                          "http://earshot/v1/audio/transcriptions"])
-        #expect(reply.status == 200)
-        let ignored = try #require(reply.json?["earshot_ignored"] as? [String: String], "\(reply.body)")
-        #expect(Set(ignored.keys) == ["prompt", "temperature"])
-        #expect(reply.headers["x-earshot-ignored"]?.contains("prompt") == true, "\(reply.headers)")
+        #expect(reply.status == 200, "\(reply.body)")
+        #expect(reply.json?["earshot_ignored"] == nil && reply.headers["x-earshot-ignored"] == nil, "\(reply.body)")
+        let segment = try #require((reply.json?["segments"] as? [[String: Any]])?.first, "\(reply.body)")
+        for key in ["avg_logprob", "no_speech_prob", "compression_ratio", "temperature", "tokens", "seek"] {
+            #expect(segment[key] != nil, "\(key): \(segment)")
+        }
+        #expect((segment["tokens"] as? [Int])?.isEmpty == false && (segment["avg_logprob"] as? Double ?? 1) < 0)
+
+        let long = Array(repeating: "Dashwood of Norland Park in Sussex", count: 60).joined(separator: ", ")
+        let bounded = try await Self.curl(["-F", file, "-F", "prompt=\(long)", "http://earshot/v1/audio/transcriptions"])
+        #expect(bounded.status == 200, "\(bounded.body)")
+        let ignored = try #require(bounded.json?["earshot_ignored"] as? [String: String], "\(bounded.body)")
+        #expect(ignored["prompt"]?.contains("tokens") == true, "\(ignored)")
+        #expect(bounded.headers["x-earshot-ignored"]?.contains("prompt") == true, "\(bounded.headers)")
+
+        for (field, value) in [("temperature", "1.5"), ("temperature", "warm"), ("prompt", "a\u{1}b")] {
+            let bad = try await Self.curl(["-F", file, "-F", "\(field)=\(value)", "http://earshot/v1/audio/transcriptions"])
+            #expect(bad.status == 400 && bad.error?["param"] as? String == field, "\(field)=\(value): \(bad.body)")
+        }
     }
 
     @Test(arguments: [

@@ -1,3 +1,4 @@
+import EarshotWire
 /// What an engine recognized in one stretch of audio. Times are seconds from the start of the
 /// samples the engine was given; the session layer turns them into exact stream times.
 public struct Transcription: Sendable, Hashable {
@@ -10,13 +11,17 @@ public struct Transcription: Sendable, Hashable {
     public var confidence: Double?
     /// BCP-47 language of the speech, when the engine identified it.
     public var language: String?
+    /// How sure the decoder was, as Whisper's decoders measure it (Whisper only).
+    public var measures: DecodeReport?
 
-    public init(text: String, words: [RecognizedWord] = [], alternatives: [String] = [], confidence: Double? = nil, language: String? = nil) {
+    public init(text: String, words: [RecognizedWord] = [], alternatives: [String] = [], confidence: Double? = nil, language: String? = nil,
+                measures: DecodeReport? = nil) {
         self.text = text
         self.words = words
         self.alternatives = alternatives
         self.confidence = confidence
         self.language = language
+        self.measures = measures
     }
 }
 
@@ -28,12 +33,15 @@ public struct RecognizedWord: Sendable, Hashable {
     public var end: Double?
     /// In [0, 1], when known.
     public var confidence: Double?
+    /// The engine's token ids for the word (Whisper).
+    public var tokens: [Int]
 
-    public init(text: String, start: Double? = nil, end: Double? = nil, confidence: Double? = nil) {
+    public init(text: String, start: Double? = nil, end: Double? = nil, confidence: Double? = nil, tokens: [Int] = []) {
         self.text = text
         self.start = start
         self.end = end
         self.confidence = confidence
+        self.tokens = tokens
     }
 }
 

@@ -543,7 +543,8 @@ public final class AnalysisSession: @unchecked Sendable {
                 let maxSamples = Int(WhisperModel.maximumDuration * Double(Self.sampleRate))
                 let tail = Array(open.suffix(maxSamples))
                 let began = DispatchTime.now()
-                let transcription = try model.transcribe(tail, sampleRate: Int(Self.sampleRate))
+                // Volatile text is redone often and replaced soon: greedy, no fallback.
+                let transcription = try model.transcribe(tail, sampleRate: Int(Self.sampleRate), settings: DecodeSettings(beamSize: 1, temperatures: [0]))
                 // Keep re-decoding from costing more than about half of real time.
                 let took = Double(DispatchTime.now().uptimeNanoseconds - began.uptimeNanoseconds) / 1e9
                 volatileInterval = max(16000, Int64(took * 2 * Double(Self.sampleRate)))
@@ -618,7 +619,8 @@ public final class AnalysisSession: @unchecked Sendable {
         let finalization = final ? range.end : time(at: openStart)
         return AnalyzerResult(session: id, module: module.index, range: range, finalizationTime: finalization, isFinal: final,
                               runs: runs, alternatives: module.wantsAlternatives ? transcription.alternatives : [],
-                              language: transcription.language, speechWithoutText: unheard ? true : nil)
+                              language: transcription.language, speechWithoutText: unheard ? true : nil,
+                              decoding: final && !text.isEmpty ? transcription.measures : nil)
     }
 
     private func publishDetection(_ module: SessionModule, from start: Int64, to end: Int64, speech: Bool) {

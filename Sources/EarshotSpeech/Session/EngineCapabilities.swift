@@ -8,7 +8,7 @@ enum EngineCapabilities {
     /// The requests of `configuration` (module `module`, served by `engine`) that the engine does
     /// not honour; `unusableWords` are the contextual words a PocketSphinx decoder could not use.
     static func unhonored(_ configuration: ModuleConfiguration, engine: String, module: Int, context: AnalysisContextData,
-                          unusableWords: [(word: String, reason: String)]) -> [UnhonoredRequest] {
+                          decoding: DecodingOptions? = nil, unusableWords: [(word: String, reason: String)]) -> [UnhonoredRequest] {
         let name: String
         let honouredOptions: Set<String>
         var requests: [UnhonoredRequest] = []
@@ -16,14 +16,19 @@ enum EngineCapabilities {
         case "sherpa-onnx-whisper":
             name = "Whisper"
             honouredOptions = [ModuleConfiguration.translateOption]
-            requests += context.allStrings.map {
-                UnhonoredRequest(module: module, kind: .contextualString, value: $0,
-                                 reason: "Whisper takes no contextual strings here (sherpa-onnx has no prompt or hotwords for Whisper)")
+            requests += WhisperContext.split(context.allStrings).refused.map {
+                UnhonoredRequest(module: module, kind: .contextualString, value: $0.phrase, reason: $0.reason)
             }
         case "pocketsphinx":
             name = "PocketSphinx"
             honouredOptions = []
             requests += unusableWords.map { UnhonoredRequest(module: module, kind: .contextualString, value: $0.word, reason: $0.reason) }
+            if let decoding {
+                let asked = [("prompt", decoding.prompt != nil), ("beam_size", decoding.beamSize != nil), ("temperature", decoding.temperature != nil)]
+                requests += asked.filter(\.1).map {
+                    UnhonoredRequest(module: module, kind: .decodingOption, value: $0.0, reason: "PocketSphinx decodes with its own search and takes no \($0.0)")
+                }
+            }
         default:
             return []
         }

@@ -2,8 +2,9 @@
 
 /// A loaded model that transcribes a bounded stretch of audio in one call (Whisper-class).
 public protocol SegmentTranscribing: Sendable {
-    /// Blocking; at most ``maximumSegmentSeconds`` of 16 kHz mono audio.
-    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription
+    /// Blocking; at most ``maximumSegmentSeconds`` of 16 kHz mono audio. What `settings` leaves
+    /// nil, the model's (or the session's) defaults decide.
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription
     /// False once the model can no longer decode (its engine process ended): load it again.
     var isUsable: Bool { get }
 }
@@ -37,6 +38,48 @@ public protocol SpeechSegmenting: AnyObject {
 extension SegmentTranscribing {
     /// Models that run in this process stay usable.
     public var isUsable: Bool { true }
+
+    /// A decode with the defaults.
+    public func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+        try transcribe(samples, sampleRate: sampleRate, settings: DecodeSettings())
+    }
+}
+
+/// How one decode of a shared Whisper model runs. A model is loaded once whatever its sessions'
+/// languages, tasks and searches: these travel with each decode. Nil: the default (the
+/// session's, then the model's).
+public struct DecodeSettings: Sendable, Hashable {
+    /// Whisper language code; empty: identify the language.
+    public var language: String?
+    public var task: WhisperModel.Task?
+    /// 1: greedy (volatile results); more: beam search.
+    public var beamSize: Int?
+    /// Temperatures tried in turn (fallback).
+    public var temperatures: [Double]?
+    /// Text the decode continues: the recording's earlier text, or the user's prompt.
+    public var prompt: String?
+    /// Phrases to bias the decode towards (contextual strings).
+    public var context: [String]?
+    /// Alternative texts wanted from the beam.
+    public var alternatives: Int?
+
+    public init(language: String? = nil, task: WhisperModel.Task? = nil, beamSize: Int? = nil, temperatures: [Double]? = nil,
+                prompt: String? = nil, context: [String]? = nil, alternatives: Int? = nil) {
+        self.language = language
+        self.task = task
+        self.beamSize = beamSize
+        self.temperatures = temperatures
+        self.prompt = prompt
+        self.context = context
+        self.alternatives = alternatives
+    }
+
+    /// These settings with what they leave nil taken from `defaults`.
+    public func over(_ defaults: DecodeSettings) -> DecodeSettings {
+        DecodeSettings(language: language ?? defaults.language, task: task ?? defaults.task, beamSize: beamSize ?? defaults.beamSize,
+                       temperatures: temperatures ?? defaults.temperatures, prompt: prompt ?? defaults.prompt,
+                       context: context ?? defaults.context, alternatives: alternatives ?? defaults.alternatives)
+    }
 }
 
 extension WhisperModel: SegmentTranscribing {}

@@ -72,14 +72,17 @@ struct SegmentGroup {
             let confidences = words.compactMap(\.confidence)
             let confidence = confidences.isEmpty ? (words.isEmpty ? nil : transcription.confidence)
                 : exp(confidences.reduce(0) { $0 + log(max($1, .leastNonzeroMagnitude)) } / Double(confidences.count))
-            return Transcription(text: words.map(\.text).joined(separator: " "), words: words, confidence: confidence, language: transcription.language)
+            // The window's measures, with the share's own tokens.
+            let measures = transcription.measures.map { var own = $0; own.tokens = words.flatMap(\.tokens); return own }
+            return Transcription(text: words.map(\.text).joined(separator: " "), words: words, confidence: confidence, language: transcription.language,
+                                 measures: measures)
         }
     }
 
     /// `words` with times from `origin` (seconds into the window), within the piece's `duration`.
     static func local(_ words: ArraySlice<RecognizedWord>, origin: Double, duration: Double) -> [RecognizedWord] {
         func local(_ time: Double?) -> Double? { time.map { min(max($0 - origin, 0), duration) } }
-        return words.map { RecognizedWord(text: $0.text, start: local($0.start), end: local($0.end), confidence: $0.confidence) }
+        return words.map { RecognizedWord(text: $0.text, start: local($0.start), end: local($0.end), confidence: $0.confidence, tokens: $0.tokens) }
     }
 
     /// `cut` moved to just after the nearest punctuated word — two words back or one forward —

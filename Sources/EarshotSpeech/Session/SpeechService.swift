@@ -32,10 +32,13 @@ public struct SpeechSettings: Sendable {
     public var maxQueued: Int
     /// Most bytes loaded models may take together (nil: no bound); see ``ModelCache``.
     public var maxModelMemoryBytes: Int?
+    /// Whisper's beam for final results (1: greedy); volatile results are always greedy.
+    public var beamSize: Int
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
                 inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
-                recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true, maxQueued: Int = 16, maxModelMemoryBytes: Int? = nil) {
+                recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true, maxQueued: Int = 16, maxModelMemoryBytes: Int? = nil,
+                beamSize: Int = 5) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
@@ -47,6 +50,7 @@ public struct SpeechSettings: Sendable {
         self.speculativeDecode = speculativeDecode
         self.maxQueued = max(0, maxQueued)
         self.maxModelMemoryBytes = maxModelMemoryBytes
+        self.beamSize = min(max(1, beamSize), EngineWhisperDecode.maxBeamSize)
     }
 
     /// The keep-alive `options` get: what they ask for, at most ``maxKeepAliveSeconds``; nil when
@@ -99,15 +103,17 @@ struct GatedTranscriber: SegmentTranscribing {
     let client: String
     let engine: String
     let observer: (any SpeechObserver)?
+    /// The session's language, task, search and context, under what each call sets.
+    var settings = DecodeSettings()
     var batch: BatchLanes?
     var isUsable: Bool { model.isUsable }
-    func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {
+    func transcribe(_ samples: [Float], sampleRate: Int, settings call: DecodeSettings) throws -> Transcription {
         gate.acquire(client: client)
         defer { gate.release(client: client) }
         let chosen = batch?.begin() ?? model
         defer { batch?.end() }
         let start = DispatchTime.now()
-        let transcription = try chosen.transcribe(samples, sampleRate: sampleRate)
+        let transcription = try chosen.transcribe(samples, sampleRate: sampleRate, settings: call.over(settings))
         if sampleRate > 0 { observer?.decoded(engine: engine, audioSeconds: Double(samples.count) / Double(sampleRate), computeSeconds: secondsSince(start)) }
         return transcription
     }
@@ -246,9 +252,10 @@ public actor SpeechService {
             }
             let files = WhisperModel.Files(encoder: encoder, decoder: decoder, tokens: tokens)
             let (language, task) = try Self.whisperSettings(configuration)
+            // One load per model: language, task and search travel with each decode.
             @Sendable func load(threads: Int) -> @Sendable () throws -> (any SegmentTranscribing, Int) {
                 {
-                    let model = try WhisperModel(files: files, language: language, task: task, numThreads: threads)
+                    let model = try WhisperModel(files: files, language: nil, task: .transcribe, numThreads: threads)
                     return (model, model.memoryBytes)
                 }
             }
@@ -259,6 +266,8 @@ public actor SpeechService {
             let model = try await cache.acquire(Self.cacheKey(asset, configuration: configuration, threads: threads), family: asset.key, estimate: estimate,
                                                 load: load(threads: threads))
             var transcriber = GatedTranscriber(model: model, gate: decodeGate, client: session ?? "", engine: asset.engine, observer: observer)
+            transcriber.settings = Self.whisperDecodeSettings(language: language, task: task, configuration: configuration, context: context,
+                                                              decoding: plan?.options.decoding, beamSize: settings.beamSize)
             // Overlapping decodes of one session (a long recording) move to a copy with fewer threads.
             let copyThreads = settings.batchThreads
             if let plan, copyThreads > 0, copyThreads < threads, settings.decodeSlots > 1 {
@@ -320,18 +329,28 @@ public actor SpeechService {
     public func unhonored(_ id: String) -> [UnhonoredRequest] {
         guard let entry = sessions[id] else { return [] }
         return entry.plan.modules.enumerated().flatMap { index, module in
-            EngineCapabilities.unhonored(module.configuration, engine: module.asset.engine, module: index,
-                                         context: entry.plan.context, unusableWords: entry.streams[index]?.unhonored ?? [])
+            EngineCapabilities.unhonored(module.configuration, engine: module.asset.engine, module: index, context: entry.plan.context,
+                                         decoding: entry.plan.options.decoding, unusableWords: entry.streams[index]?.unhonored ?? [])
         }
     }
 
-    /// Models are shared between sessions that load the same asset with the same settings: for
-    /// Whisper the language (or identification, `und`) and task are part of the loaded recognizer.
+    /// Models are shared between sessions that load the same asset with the same thread count
+    /// (a Whisper model's language, task and search are per decode).
     static func cacheKey(_ asset: ModelAsset, configuration: ModuleConfiguration, threads: Int) -> String {
-        guard asset.engine == "sherpa-onnx-whisper", let (language, task) = try? whisperSettings(configuration) else {
-            return "\(asset.key)/threads=\(threads)"
-        }
-        return "\(asset.key)/\(language ?? LocaleTag.undetermined)/\(task.rawValue)/threads=\(threads)"
+        "\(asset.key)/threads=\(threads)"
+    }
+
+    /// A Whisper module's decode settings: its language ("" to identify) and task, the session's
+    /// decoding options over the daemon's beam (`beamSize`), its contextual strings (within
+    /// ``WhisperContext``'s bounds) and, when it reports alternatives, four of them (from a beam
+    /// of at least 5).
+    static func whisperDecodeSettings(language: String?, task: WhisperModel.Task, configuration: ModuleConfiguration,
+                                      context: AnalysisContextData, decoding: DecodingOptions?, beamSize: Int) -> DecodeSettings {
+        let wantsAlternatives = configuration.reportingOptions.contains("alternativeTranscriptions")
+        let beam = decoding?.beamSize ?? beamSize
+        let temperatures = decoding?.temperature.flatMap { $0 > 0 ? [$0] : nil }
+        return DecodeSettings(language: language ?? "", task: task, beamSize: wantsAlternatives ? max(beam, 5) : beam, temperatures: temperatures,
+                              prompt: decoding?.prompt, context: WhisperContext.honoured(context.allStrings), alternatives: wantsAlternatives ? 4 : nil)
     }
 
     /// The Whisper language (nil: identify it) and task for a module: its locale's language, or

@@ -11,6 +11,10 @@ import Foundation
 /// neighbours' context kept within the run), then each one still empty alone. What is still empty
 /// after that is *unheard*: the session flags its result and the daemon logs it, never passing it
 /// off as silence.
+///
+/// A segment the window left *sparse* — at least ``sparseSamples`` long with fewer words than
+/// ``sparseWordsPerSecond`` of it — is decoded again the same way (Whisper read "It" of a 4 s
+/// sentence and ended the window there), and takes the retry's share when that has more words.
 struct WindowTranscript: Sendable {
     /// Each segment's share, in piece order; nil when the window had no word times and cannot be
     /// split (``whole`` then holds its one result).
@@ -26,6 +30,10 @@ struct WindowTranscript: Sendable {
     /// text: 1 s. The detector's shorter segments are often a breath or a click, which Whisper
     /// rightly leaves empty.
     static let minimumSamples = 16000
+    /// Shortest segment whose sparse text is decoded again: 3 s.
+    static let sparseSamples = 48000
+    /// Fewer words a second than this (speech runs at 2–3) is a segment the decode skipped.
+    static let sparseWordsPerSecond = 0.5
 }
 
 extension SegmentGroup {
@@ -51,7 +59,7 @@ extension SegmentGroup {
         // First each run of empty pieces as its own window (not the whole window again), then each
         // piece still empty alone.
         for round in 0..<2 {
-            let empty = missing(shares).filter { !heardBesideThem.contains($0) }
+            let empty = Set(missing(shares)).subtracting(heardBesideThem).union(sparse(shares)).sorted()
             guard !empty.isEmpty else { break }
             let windows: [[Int]] = round == 0
                 ? Self.runs(empty).filter { $0.count < pieces.count }
@@ -62,7 +70,11 @@ extension SegmentGroup {
                 let decoded = try model.transcribe(group.samples, sampleRate: sampleRate)
                 guard let parts = group.split(decoded, sampleRate: sampleRate) else { continue }
                 for (index, part) in zip(indices, parts) where !Self.isEmpty(part) {
-                    if heardBeside(index, part, in: shares) { heardBesideThem.insert(index) } else { shares[index] = part }
+                    if Self.isEmpty(shares[index]) {
+                        if heardBeside(index, part, in: shares) { heardBesideThem.insert(index) } else { shares[index] = part }
+                    } else if Self.normalized(part.text).count > Self.normalized(shares[index].text).count {
+                        shares[index] = part
+                    }
                 }
                 if indices.count == 1 { decodedInGroup.remove(indices[0]) }
             }
@@ -75,6 +87,16 @@ extension SegmentGroup {
     /// Pieces of at least ``WindowTranscript/minimumSamples`` whose share has no text.
     private func missing(_ shares: [Transcription]) -> [Int] {
         pieces.indices.filter { pieces[$0].count >= WindowTranscript.minimumSamples && Self.isEmpty(shares[$0]) }
+    }
+
+    /// Pieces of at least ``WindowTranscript/sparseSamples`` whose share has text, but fewer words
+    /// than ``WindowTranscript/sparseWordsPerSecond`` of it.
+    private func sparse(_ shares: [Transcription]) -> [Int] {
+        pieces.indices.filter { index in
+            let seconds = Double(pieces[index].count) / 16000
+            let words = Self.normalized(shares[index].text).count
+            return pieces[index].count >= WindowTranscript.sparseSamples && words > 0 && Double(words) < seconds * WindowTranscript.sparseWordsPerSecond
+        }
     }
 
     static func isEmpty(_ transcription: Transcription) -> Bool {

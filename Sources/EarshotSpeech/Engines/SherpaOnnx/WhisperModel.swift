@@ -121,28 +121,34 @@ public final class WhisperModel: @unchecked Sendable {
     /// model again).
     public var isUsable: Bool { recognizer.isUsable }
 
-    /// Transcribes mono samples in [-1, 1] (at most ``maximumDuration`` seconds; sherpa-onnx
-    /// resamples other rates to 16 kHz). Blocking.
-    public func transcribe(_ samples: [Float], sampleRate: Int) throws(SherpaOnnxError) -> Transcription {
-        guard sampleRate > 0, sampleRate <= 1_000_000 else { throw .invalidInput("sample rate \(sampleRate)") }
+    /// Transcribes mono 16 kHz samples in [-1, 1] (at most ``maximumDuration`` seconds) as
+    /// `settings` say; what they leave nil, the model's language and task and the decoder's
+    /// defaults decide (beam 5 with temperature fallback). Blocking.
+    public func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws(SherpaOnnxError) -> Transcription {
+        guard sampleRate == Self.sampleRate else { throw .invalidInput("sample rate \(sampleRate): the decoder takes \(Self.sampleRate) Hz") }
         let seconds = Double(samples.count) / Double(sampleRate)
         guard seconds <= Self.maximumDuration else { throw .inputTooLong(seconds: seconds, limit: Self.maximumDuration) }
-        if samples.isEmpty { return Transcription(text: "", language: language.flatMap(WhisperLanguage.bcp47(forWhisperCode:))) }
-        if concurrentDecoding { return try decode(samples, sampleRate: sampleRate) }
+        let language = settings.language ?? self.language ?? ""
+        if samples.isEmpty { return Transcription(text: "", language: WhisperLanguage.bcp47(forWhisperCode: language)) }
+        if concurrentDecoding { return try decode(samples, language: language, settings: settings) }
         serial.lock()
         defer { serial.unlock() }
-        return try decode(samples, sampleRate: sampleRate)
+        return try decode(samples, language: language, settings: settings)
     }
 
-    /// One decode in the engine process, on a stream of its own.
-    private func decode(_ samples: [Float], sampleRate: Int) throws(SherpaOnnxError) -> Transcription {
-        let request = try EngineObject.frame(EngineWhisperDecode(id: "", object: recognizer.name, sampleRate: sampleRate),
-                                             payload: EngineSamples.bytes(samples))
+    /// The rate every decode takes (earshotd resamples to it).
+    public static let sampleRate = 16000
+
+    /// One decode in the engine process.
+    private func decode(_ samples: [Float], language: String, settings: DecodeSettings) throws(SherpaOnnxError) -> Transcription {
+        let request = try EngineObject.frame(EngineWhisperDecode(
+            id: "", object: recognizer.name, sampleRate: Self.sampleRate, language: language, task: (settings.task ?? task).rawValue,
+            beamSize: settings.beamSize, temperatures: settings.temperatures, prompt: settings.prompt, context: settings.context,
+            alternatives: settings.alternatives), payload: EngineSamples.bytes(samples))
         let result = try recognizer.call(request, replying: EngineWhisperResult.self).0
-        var transcription = Self.transcription(from: result, duration: Double(samples.count) / Double(sampleRate))
-        // The configured language, else the one the model identified.
-        let identified = result.language.flatMap(WhisperLanguage.bcp47(forWhisperCode:))
-        transcription.language = language.flatMap(WhisperLanguage.bcp47(forWhisperCode:)) ?? identified
+        var transcription = Self.transcription(from: result, duration: Double(samples.count) / Double(Self.sampleRate))
+        // The language asked for, else the one the model identified.
+        transcription.language = WhisperLanguage.bcp47(forWhisperCode: language) ?? result.language.flatMap(WhisperLanguage.bcp47(forWhisperCode:))
         return transcription
     }
 
@@ -154,13 +160,19 @@ public final class WhisperModel: @unchecked Sendable {
         var text = result.text.trimmingCharacters(in: .whitespacesAndNewlines)
         var tokens: [WhisperToken] = []
         for (index, piece) in result.tokens.enumerated() where index < result.starts.count {
-            tokens.append(WhisperToken(text: piece, start: result.starts[index],
+            tokens.append(WhisperToken(text: piece, id: result.tokenIDs.flatMap { index < $0.count ? $0[index] : nil }, start: result.starts[index],
                                        duration: result.durations.flatMap { index < $0.count ? $0[index] : nil },
                                        logProbability: result.logProbabilities.flatMap { index < $0.count ? $0[index] : nil }))
         }
         var confidence: Double?
         if let logProbabilities = result.logProbabilities, !logProbabilities.isEmpty {
             confidence = exp(logProbabilities.reduce(0, +) / Double(logProbabilities.count))
+        }
+        let measures = result.averageLogProbability.map { average in
+            DecodeReport(averageLogProbability: average, noSpeechProbability: result.noSpeechProbability ?? 0,
+                         compressionRatio: result.compressionRatio ?? 0, temperature: result.temperature ?? 0,
+                         tokens: result.tokenIDs ?? [], languageProbability: result.languageProbability,
+                         promptTokensDropped: (result.promptTokensDropped ?? 0) > 0 ? result.promptTokensDropped : nil)
         }
         var words = WhisperToken.words(tokens, duration: duration)
         if words.isEmpty {
@@ -174,7 +186,8 @@ public final class WhisperModel: @unchecked Sendable {
                 text = words.map(\.text).joined(separator: " ")
             }
         }
-        return Transcription(text: text, words: words, confidence: confidence)
+        return Transcription(text: text, words: words, alternatives: (result.alternatives ?? []).map(\.text).filter { $0 != text },
+                             confidence: confidence, measures: measures)
     }
 }
 
@@ -209,9 +222,10 @@ enum WhisperCaptions {
     }
 }
 
-/// One decoded Whisper token with its time, as sherpa-onnx reports it.
+/// One decoded Whisper token with its time, as the engine reports it.
 struct WhisperToken: Sendable, Hashable {
     var text: String
+    var id: Int?
     /// Seconds from the start of the decoded audio.
     var start: Double
     var duration: Double?
@@ -238,7 +252,7 @@ struct WhisperToken: Sendable, Hashable {
             floor = start
             let logProbabilities = group.compactMap(\.logProbability)
             let confidence = logProbabilities.isEmpty ? nil : exp(logProbabilities.reduce(0, +) / Double(logProbabilities.count))
-            words.append(RecognizedWord(text: text, start: start, end: end, confidence: confidence))
+            words.append(RecognizedWord(text: text, start: start, end: end, confidence: confidence, tokens: group.compactMap(\.id)))
         }
         return words
     }

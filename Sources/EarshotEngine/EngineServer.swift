@@ -1,4 +1,6 @@
+import EarshotSherpaOnnx
 import EarshotSystem
+import EarshotWhisper
 import EarshotWire
 import Foundation
 
@@ -44,16 +46,26 @@ public final class EngineServer: @unchecked Sendable {
             switch frame.type {
             case EngineWhisperLoad.eventType:
                 let request = try frame.decode(EngineWhisperLoad.self)
-                load(request.object, id: id, what: "the Whisper model in \(request.encoder)") { Recognizer(request) }
+                load(request.object, id: id, what: "the Whisper model in \(request.encoder)") { try WhisperDecoder(request) }
             case EngineVADLoad.eventType:
                 let request = try frame.decode(EngineVADLoad.self)
-                load(request.object, id: id, what: "silero VAD from \(request.model)") { Detector(request) }
+                load(request.object, id: id, what: "silero VAD from \(request.model)") {
+                    guard let detector = Detector(request, mmapThreshold: Self.mmapThreshold) else {
+                        throw EngineRequestError(message: "sherpa-onnx refused the configuration")
+                    }
+                    return detector
+                }
             case EngineWhisperDecode.eventType:
                 let request = try frame.decode(EngineWhisperDecode.self)
-                let recognizer: Recognizer = try object(request.object)
+                let decoder: WhisperDecoder = try object(request.object)
                 let samples = EngineSamples.samples(frame.payload)
                 let thread = Thread { [self] in
-                    reply { try Frame(recognizer.decode(samples, sampleRate: request.sampleRate, id: id)) }
+                    do {
+                        let result = try decoder.decode(samples, request)
+                        reply { try Frame(result) }
+                    } catch {
+                        reply { try Frame(EngineFailure(id: id, kind: .invalidRequest, message: "\(error)")) }
+                    }
                 }
                 thread.name = "earshot.engine-decode"
                 thread.start()
@@ -83,11 +95,14 @@ public final class EngineServer: @unchecked Sendable {
     }
 
     /// Loads an object on its own queue and answers with the memory it took.
-    private func load(_ name: String, id: String, what: String, _ make: @escaping @Sendable () -> AnyObject?) {
+    private func load(_ name: String, id: String, what: String, _ make: @escaping @Sendable () throws -> AnyObject) {
         queue(for: name).async { [self] in
             let before = ProcessFacts.residentBytes()
-            guard let made = make() else {
-                reply { try Frame(EngineFailure(id: id, kind: .loadFailed, message: "sherpa-onnx could not load \(what)")) }
+            let made: AnyObject
+            do {
+                made = try make()
+            } catch {
+                reply { try Frame(EngineFailure(id: id, kind: .loadFailed, message: "could not load \(what): \(error)")) }
                 return
             }
             lock.withLock { objects[name] = made }

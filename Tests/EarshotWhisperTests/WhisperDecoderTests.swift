@@ -1,0 +1,192 @@
+import EarshotWire
+@testable import EarshotWhisper
+import Foundation
+import Testing
+import TestSupport
+
+/// Earshot's Whisper decoder on its own (in this process): the features against the float64
+/// reference, the tokenizer against the model's own tokens, search, fallback, prompts,
+/// contextual strings, confidence and alternatives, on Whisper base.
+@Suite(.serialized) struct WhisperDecoderTests {
+    /// The features match `Tests/python/whisper_log_mel.py` (numpy, float64) within 10⁻⁴ on
+    /// speech and on a chirp (FFTW single precision against double precision).
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func featuresMatchTheFloat64Reference() async throws {
+        let speech = try LibriVox.samples(LibriVox.path(LibriVox.ids[0]))
+        let chirp = (0..<24_000).map { Float(0.3 * sin(Double($0) * Double($0) / 16000 / 3)) }
+        for (name, samples) in [("speech", speech), ("chirp", chirp)] {
+            let ours = LogMel(mels: 80).features(samples)
+            let reference = try await WhisperFixture.referenceFeatures(samples, mels: 80)
+            #expect(reference.count == ours.values.count, "\(name): \(reference.count) reference values, \(ours.values.count) ours")
+            let worst = zip(reference, ours.values).map { abs($0 - $1) }.max() ?? .infinity
+            print("log-mel \(name): \(ours.frames) frames, largest difference from the float64 reference \(worst)")
+            #expect(worst <= 1e-4, "\(name)")
+        }
+    }
+
+    /// LibriVox through greedy search and beam search: the text, its tokens (our tokenizer
+    /// encodes the decoded text back to the very tokens the model wrote), word times that rise,
+    /// confidences and the decode's measures.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func libriVoxDecodesWithTokensTimesAndMeasures() throws {
+        let decoder = try WhisperFixture.base()
+        let references = try WordErrorRate.librivoxReferences()
+        for beam in [1, 5] {
+            var pairs: [(String, String)] = []
+            for id in LibriVox.ids {
+                let result = try decoder.decode(try LibriVox.samples(LibriVox.path(id)), WhisperFixture.request(beamSize: beam))
+                pairs.append((references[id] ?? "", result.text))
+                #expect(decoder.graphs.vocabulary.encode(result.text) == result.tokenIDs, "\(result.text)")
+                #expect(result.starts.count == result.tokens.count && result.durations?.count == result.tokens.count)
+                #expect(zip(result.starts, result.starts.dropFirst()).allSatisfy { $0 <= $1 }, "\(result.starts)")
+                #expect(result.logProbabilities?.allSatisfy { $0 <= 0 && $0 > -20 } == true)
+                #expect((result.averageLogProbability ?? -9) > -0.5 && (result.noSpeechProbability ?? 1) < 0.2)
+                #expect((result.compressionRatio ?? 9) < 2.4 && result.temperature == 0)
+            }
+            let wer = LibriVox.wer(pairs)
+            print("Whisper base, beam \(beam): LibriVox WER \(wer)")
+            #expect(wer <= 2.0 / 71, "beam \(beam)")
+        }
+    }
+
+    /// The tokenizer keeps any text: encoding then decoding gives it back, accents, CJK and
+    /// emoji included.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func theTokenizerRoundTripsAnyText() throws {
+        let vocabulary = try WhisperFixture.base().graphs.vocabulary
+        for text in [" Dashwood's 12,000 pounds", "Ça va? Très bien.", " 東京で会いましょう", " 🙂 ok", "  two  spaces\nand a line"] {
+            #expect(vocabulary.text(vocabulary.encode(text)) == text)
+        }
+    }
+
+    /// Repetition is measured as OpenAI does (zlib): a looping text passes the 2.4 threshold,
+    /// speech does not.
+    @Test func compressionRatioFlagsRepetition() {
+        let loop = Array(repeating: "and then we went to the", count: 20).joined(separator: " ")
+        #expect(WhisperDecoder.compressionRatio(loop) > 2.4)
+        #expect(WhisperDecoder.compressionRatio("And Mr. John Dashwood had then leisure to consider how much there might be prudently in his power to do for them.") < 2.4)
+    }
+
+    /// A repetition loop is broken by the fallback: a prompt that repeats one phrase (as a
+    /// window's hallucinated text would, passed on to the next) drives greedy search at
+    /// temperature 0 into repeating it; with the fallback the kept result passes Whisper's checks
+    /// (above 0.5 the prompt is dropped, as faster-whisper resets it).
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func aRepetitionLoopIsBrokenByTheFallback() throws {
+        let decoder = try WhisperFixture.base()
+        let samples = try LibriVox.samples(LibriVox.path(LibriVox.ids[1]))
+        let prompt = Array(repeating: "He was not. He was not.", count: 30).joined(separator: " ")
+        let looping = try decoder.decode(samples, WhisperFixture.request(beamSize: 1, temperatures: [0], prompt: prompt))
+        let fallback = try decoder.decode(samples, WhisperFixture.request(beamSize: 1, prompt: prompt))
+        print("looping: \(looping.text) (ratio \(looping.compressionRatio ?? 0), avg \(looping.averageLogProbability ?? 0))")
+        print("fallback: \(fallback.text) (ratio \(fallback.compressionRatio ?? 0), avg \(fallback.averageLogProbability ?? 0), T \(fallback.temperature ?? -1))")
+        #expect((looping.compressionRatio ?? 0) > 2.4 || (looping.averageLogProbability ?? 0) < -1, "the prompt makes greedy search loop")
+        #expect((fallback.compressionRatio ?? 9) <= 2.4)
+        #expect((fallback.temperature ?? 0) > 0 || fallback.text != looping.text)
+    }
+
+    /// A prompt conditions the decode, and only the last 223 of its tokens are kept (the rest is
+    /// counted, as OpenAI drops it); the prompt's tokens take no part in the word times.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func aPromptConditionsTheDecodeWithinItsBound() throws {
+        let decoder = try WhisperFixture.base()
+        let samples = try LibriVox.samples(LibriVox.path(LibriVox.ids[0]))
+        let plain = try decoder.decode(samples, WhisperFixture.request())
+        let styled = try decoder.decode(samples, WhisperFixture.request(prompt: "Mister John Dashwood spoke to Mister Palmer, and Mister Willoughby listened."))
+        print("plain: \(plain.text)\nprompted: \(styled.text)")
+        #expect(plain.text != styled.text)
+        #expect(plain.promptTokensDropped == 0)
+        let long = String(repeating: "one two three four five ", count: 100)
+        let bounded = try decoder.decode(samples, WhisperFixture.request(prompt: long))
+        #expect((bounded.promptTokensDropped ?? 0) > 0)
+        #expect(bounded.promptTokensDropped == decoder.graphs.vocabulary.encode(" " + long.trimmingCharacters(in: .whitespaces)).count - WhisperDecoder.maxPromptTokens)
+        #expect(bounded.starts.first.map { $0 < 1 } == true, "word times start with the speech: \(bounded.starts.prefix(3))")
+    }
+
+    /// Alternatives come from the beam: other texts, each with its average log probability, none
+    /// better than the best.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func theBeamGivesAlternatives() throws {
+        let decoder = try WhisperFixture.base()
+        let result = try decoder.decode(try LibriVox.samples(LibriVox.path(LibriVox.ids[2])), WhisperFixture.request(beamSize: 5, alternatives: 4))
+        let alternatives = try #require(result.alternatives)
+        print("best: \(result.text)\n" + alternatives.map { "  \($0.averageLogProbability): \($0.text)" }.joined(separator: "\n"))
+        #expect(!alternatives.isEmpty && alternatives.count <= 4)
+        #expect(Set(alternatives.map(\.text)).count == alternatives.count)
+        #expect(!alternatives.contains { $0.text == result.text.trimmingCharacters(in: .whitespaces) })
+    }
+
+    /// Bad options are typed errors, never a crash: beam 0 and 17, temperature 1.5, another rate,
+    /// an unknown language.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func badOptionsAreTypedErrors() throws {
+        let decoder = try WhisperFixture.base()
+        let samples = [Float](repeating: 0, count: 16000)
+        for request in [WhisperFixture.request(beamSize: 0), WhisperFixture.request(beamSize: 17), WhisperFixture.request(temperatures: [1.5]),
+                        WhisperFixture.request(temperatures: []),
+                        EngineWhisperDecode(id: "", object: "", sampleRate: 8000), EngineWhisperDecode(id: "", object: "", sampleRate: 16000, language: "xx"),
+                        EngineWhisperDecode(id: "", object: "", sampleRate: 16000, task: "summarize")] {
+            #expect(throws: WhisperModelError.self) { try decoder.decode(samples, request) }
+        }
+    }
+
+    /// Language identification gives the language and its probability.
+    @Test(.enabled(if: WhisperFixture.available && SynthesizedSpeech.available, WhisperFixture.missing))
+    func languageIdentificationGivesItsProbability() async throws {
+        let decoder = try WhisperFixture.base()
+        let directory = try TempDirectory("eswhisper")
+        defer { directory.remove() }
+        let samples = try await WhisperFixture.spoken(SynthesizedSpeech.german, in: directory)
+        let result = try decoder.decode(samples, EngineWhisperDecode(id: "", object: "", sampleRate: 16000, language: ""))
+        print("identified \(result.language ?? "-") with probability \(result.languageProbability ?? 0): \(result.text)")
+        #expect(result.language == "de")
+        #expect((result.languageProbability ?? 0) > 0.5 && (result.languageProbability ?? 2) <= 1)
+    }
+}
+
+enum WhisperFixture {
+    static let available = EmbeddedModels.runs(EmbeddedModels.whisperPresent(EmbeddedModels.whisperBase, prefix: "base"))
+    static let missing: Comment = "Whisper base not found at \(EmbeddedModels.whisperBase) (Scripts/setup.sh)"
+
+    private static let loaded = Result { try load() }
+
+    /// Whisper base, loaded once for the suite.
+    static func base() throws -> WhisperDecoder { try loaded.get() }
+
+    private static func load() throws -> WhisperDecoder {
+        let directory = EmbeddedModels.whisperBase
+        return try WhisperDecoder(EngineWhisperLoad(id: "", object: "base", encoder: directory + "/base-encoder.int8.onnx",
+                                                    decoder: directory + "/base-decoder.int8.onnx", tokens: directory + "/base-tokens.txt",
+                                                    language: "en", task: "transcribe", threads: 2))
+    }
+
+    static func request(beamSize: Int? = nil, temperatures: [Double]? = nil, prompt: String? = nil, context: [String]? = nil,
+                        alternatives: Int? = nil) -> EngineWhisperDecode {
+        EngineWhisperDecode(id: "", object: "base", sampleRate: 16000, beamSize: beamSize, temperatures: temperatures, prompt: prompt,
+                            context: context, alternatives: alternatives)
+    }
+
+    /// `samples` through `Tests/python/whisper_log_mel.py` (frame-major float32).
+    static func referenceFeatures(_ samples: [Float], mels: Int) async throws -> [Float] {
+        let directory = try TempDirectory("eslogmel")
+        defer { directory.remove() }
+        let input = directory.file("samples.f32"), output = directory.file("features.f32")
+        try samples.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: input)) }
+        let script = projectRoot + "/Tests/python/whisper_log_mel.py"
+        let run = try await ChildProcess.run("/bin/sh", ["-c", "python3 \"$0\" \(mels) < \"$1\" > \"$2\"", script, input, output], in: directory)
+        try #require(run.status == 0, "\(run.stderr)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: output))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+
+    static let projectRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// A sentence spoken by espeak-ng, as 16 kHz samples.
+    static func spoken(_ speech: SynthesizedSpeech, in directory: TempDirectory) async throws -> [Float] {
+        let wav = try await speech.wav(in: directory)
+        let converted = directory.file("\(speech.language)-16k.wav")
+        let run = try await ChildProcess.run("/usr/bin/sox", [wav, "-r", "16000", "-b", "16", converted], in: directory)
+        try #require(run.status == 0, "\(run.stderr)")
+        return try LibriVox.samples(converted)
+    }
+}

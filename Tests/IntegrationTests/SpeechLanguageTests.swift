@@ -96,4 +96,60 @@ struct SpeechLanguageTests {
         let base = try await monitor.assets().assets.filter { $0.id == "whisper-base" }
         #expect(base.count == 1, "one copy serves en-US, de and fr: \(base)")
     }
+
+    /// A rare name through the CLI: `--context` makes Whisper write it, and the `--json` segments
+    /// carry the decoder's measures; `--prompt`, `--beam` and `--temperature` are taken.
+    @Test(.enabled(if: SpeechFixtures.multilingualAvailable, "needs Whisper base and espeak-ng (Scripts/setup.sh)"))
+    func contextPromptAndBeamReachWhisperFromTheCommandLine() async throws {
+        let daemon = try SpeechDaemon.shared()
+        let directory = try TempDirectory("esctx")
+        defer { directory.remove() }
+        let file = try await SynthesizedSpeech(language: "en-us", text: "The patient was given Xarelto before the surgery.", rate: 150).wav(in: directory)
+        func run(_ arguments: [String]) async throws -> (text: String, json: [String: Any]) {
+            let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe", "--locale", "en-US", "--json"] + arguments + [file],
+                                                 in: daemon.directory, timeout: .seconds(180))
+            try #require(run.status == 0, "\(arguments): \(run.stderr)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            return (json["text"] as? String ?? "", json)
+        }
+        let plain = try await run([])
+        let biased = try await run(["--context", "Xarelto"])
+        print("[context] alone: \(plain.text) | --context Xarelto: \(biased.text)")
+        #expect(!SynthesizedSpeech.words(plain.text).contains("xarelto"))
+        #expect(SynthesizedSpeech.words(biased.text).contains("xarelto"))
+        let segment = try #require((biased.json["segments"] as? [[String: Any]])?.first)
+        let decoding = try #require(segment["decoding"] as? [String: Any], "\(segment)")
+        #expect((decoding["avg_logprob"] as? Double ?? 1) < 0 && (decoding["tokens"] as? [Int])?.isEmpty == false, "\(decoding)")
+        let prompted = try await run(["--prompt", "Xarelto, the anticoagulant.", "--beam", "2", "--temperature", "0"])
+        #expect(SynthesizedSpeech.words(prompted.text).contains("xarelto"), "\(prompted.text)")
+    }
+
+    /// Decoding options out of range are refused before any audio is sent.
+    @Test func badDecodingOptionsAreRefusedByTheCommandLine() async throws {
+        let daemon = try SpeechDaemon.shared()
+        for (arguments, message) in [(["--beam", "0"], "--beam needs"), (["--beam", "17"], "--beam needs"), (["--temperature", "1.5"], "--temperature needs"),
+                                     (["--temperature", "hot"], "--temperature needs")] {
+            let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe"] + arguments + [SpeechFixtures.path(SpeechFixtures.ids[0])],
+                                                 in: daemon.directory)
+            #expect(run.status == 1 && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
+        }
+    }
+
+    /// One loaded copy of Whisper base serves English, identification and translation: language
+    /// and task travel with each decode (issue 29: there were five copies after a day's use).
+    @Test(.enabled(if: SpeechFixtures.multilingualAvailable, "needs Whisper base and espeak-ng (Scripts/setup.sh)"))
+    func oneLoadedCopyServesEveryLanguageAndTask() async throws {
+        let directory = try TempDirectory("escopy")
+        defer { directory.remove() }
+        let spanish = try await SynthesizedSpeech.spanish.wav(in: directory)
+        _ = try await Self.transcribe([SpeechFixtures.path(SpeechFixtures.ids[0])], ["--locale", "en-US"])
+        _ = try await Self.transcribe([spanish], ["--locale", "auto"])
+        _ = try await Self.transcribe([spanish], ["--locale", "auto", "--translate"])
+        _ = try await Self.transcribe([spanish], ["--locale", "es"])
+        let stats = try await TestConnection.stats(of: try SpeechDaemon.shared().socket)
+        let copies = stats.models.filter { $0.key.hasPrefix("whisper-base@") && $0.key.hasSuffix("/threads=2") }
+        print("[models] \(stats.models.map(\.key))")
+        #expect(copies.count == 1, "\(stats.models.map(\.key))")
+        #expect(!stats.models.contains { $0.key.contains("/en/") || $0.key.contains("/translate/") || $0.key.contains("/und/") })
+    }
 }

@@ -102,7 +102,7 @@ public struct Daemon: Sendable {
             recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec"),
             speculativeDecode: config["Analysis.SpeculativeDecode"] == "yes", maxQueued: config.int("Analysis.MaxQueued"),
             maxModelMemoryBytes: config.int("Analysis.MaxModelMemoryMiB") > 0 ? config.int("Analysis.MaxModelMemoryMiB") << 20 : Int(ProcessInfo.processInfo.physicalMemory / 2),
-            beamSize: config.int("Analysis.BeamSize")),
+            beamSize: config.int("Analysis.BeamSize"), conditionOnPreviousText: config["Analysis.ConditionOnPreviousText"] == "yes"),
             clock: clock, observer: SpeechReports(metrics: metrics, logger: logger))
         EngineProcess.shared.observe { event in
             switch event {

@@ -161,3 +161,73 @@ final class QuarterSecondWords: SegmentTranscribing, @unchecked Sendable {
         #expect(await recording.retainedAudio().decoding == 0)
     }
 }
+
+/// A transcriber that records the prompt of every call, and hears "cNwI" (call N, word I) for
+/// each quarter second.
+final class PromptRecorder: SegmentTranscribing, @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [String?] = []
+    var prompts: [String?] { lock.withLock { recorded } }
+
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
+        let call = lock.withLock {
+            recorded.append(settings.prompt)
+            return recorded.count - 1
+        }
+        let words = (0..<max(1, samples.count / 4000)).map { RecognizedWord(text: "c\(call)w\($0)", start: Double($0) / 4, end: Double($0 + 1) / 4) }
+        return Transcription(text: words.map(\.text).joined(separator: " "), words: words, language: "en")
+    }
+}
+
+extension RecordingWindowTests {
+    /// With `ConditionOnPreviousText`, a recording's windows decode one at a time, each prompted
+    /// with the text of the window before (faster-whisper's condition_on_previous_text); without,
+    /// they decode side by side and unprompted.
+    @Test func conditionedWindowsDecodeInTurnEachPromptedWithTheTextBefore() async throws {
+        let audio = try ConcurrentDecodeTests.audio()
+        for conditioned in [true, false] {
+            let recorder = PromptRecorder()
+            let vad = try SileroDetector(configuration: .init(modelPath: SessionTests.vadModel, sensitivity: .medium))
+            let modules = [SessionModule(index: 0, configuration: SessionTests.transcriber, engine: .segments(recorder))]
+            let log = EventLog()
+            let session = AnalysisSession(id: "c", modules: modules, vad: vad, decodeParallelism: 2, recordingWindow: 16000,
+                                          conditionOnPreviousText: conditioned) { log.append($0) }
+            await session.accept(SessionTests.pcm(audio), format: .speech16k, start: nil)
+            _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
+            let prompts = recorder.prompts
+            let texts = log.finals.filter { $0.module == 0 }.map(\.text)
+            #expect(prompts.count == 3 && texts.count == 3, "one window per segment: \(prompts) \(texts)")
+            if conditioned {
+                // Each prompt is the text of the window before, so that window had finished.
+                #expect(prompts == [nil] + texts.dropLast().map { Optional($0) }, "\(prompts) \(texts)")
+            } else {
+                #expect(prompts.allSatisfy { $0 == nil })
+            }
+        }
+    }
+}
+
+extension RecordingWindowTests {
+    /// The bug (found by vs-faster-whisper.sh): conditioned windows first waited for their
+    /// predecessor on the session's queue, holding their reserved samples; once those filled the
+    /// session's decode window (30 s), gathering the next segment waited on the queue for samples
+    /// that only the waiting windows' decodes could give back, and a 5.9 min file stalled until
+    /// the client gave up. Windows now wait on their decode lane, so a long recording of 1 s
+    /// windows (well over 30 s in all) finishes, every window prompted with the one before.
+    @Test func conditionedWindowsOfALongRecordingNeverStallTheSession() async throws {
+        let one = try ConcurrentDecodeTests.audio()
+        let audio = Array(repeating: one, count: 8).flatMap { $0 }
+        let recorder = PromptRecorder()
+        let vad = try SileroDetector(configuration: .init(modelPath: SessionTests.vadModel, sensitivity: .medium))
+        let modules = [SessionModule(index: 0, configuration: SessionTests.transcriber, engine: .segments(recorder))]
+        let log = EventLog()
+        let session = AnalysisSession(id: "long", modules: modules, vad: vad, decodeParallelism: 2, recordingWindow: 16000,
+                                      conditionOnPreviousText: true) { log.append($0) }
+        #expect(Double(audio.count) / 16000 > 2 * Double(AnalysisSession.maxDecodingSamples) / 16000)
+        await session.accept(SessionTests.pcm(audio), format: .speech16k, start: nil)
+        _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
+        let texts = log.finals.filter { $0.module == 0 }.map(\.text)
+        #expect(texts.count == 24, "\(texts.count) windows")
+        #expect(recorder.prompts == [nil] + texts.dropLast().map { Optional($0) })
+    }
+}

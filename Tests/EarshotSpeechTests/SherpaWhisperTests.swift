@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// sherpa-onnx engine tests: Whisper tiny.en, silero VAD, long-form transcription. One serialized
+/// Engine-process tests: Whisper tiny.en (Earshot's decoder), silero VAD (sherpa-onnx), long-form transcription. One serialized
 /// suite (extended in SherpaVADTests.swift and SherpaLongFormTests.swift) so timings are not
 /// skewed by the suite's own tests competing for the CI's two cores.
 @Suite(.serialized) struct SherpaOnnxTests {

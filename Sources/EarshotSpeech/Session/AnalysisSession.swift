@@ -76,12 +76,25 @@ public final class AnalysisSession: @unchecked Sendable {
     /// assistant) has been read by then but for its last chunk, and its window decodes as usual; a
     /// file sent at once has not.
     public static let defaultSpeculativeBacklog = 0.5
+    /// Whether a recording's windows are decoded one after another, each prompted with the text of
+    /// the one before (faster-whisper's `condition_on_previous_text`), instead of side by side.
+    private let conditionOnPreviousText: Bool
+    /// Per module: how each window's text reaches the next (``conditionOnPreviousText``).
+    private var relays: [Int: TextRelay] = [:]
+
+    /// A window whose kept result needed a temperature above this starts the chain afresh: its
+    /// text is not passed on (faster-whisper's `prompt_reset_on_temperature`).
+    static let promptResetTemperature = 0.5
+
     private struct Gathering {
         var group = SegmentGroup()
         var ranges: [WireTimeRange] = []
         let ticket: Int
         let model: any SegmentTranscribing
         let module: SessionModule
+        /// Where the window takes its prompt from and passes its text on, given at dispatch
+        /// (``conditionOnPreviousText``).
+        var link: TextRelay.Link?
     }
 
     /// Audio accepted but not yet analysed before senders wait: 30 s.
@@ -113,8 +126,10 @@ public final class AnalysisSession: @unchecked Sendable {
     /// the VAD still has at least that share of it to read (``RecordingSpeculation``).
     /// `observer` hears of speech that came back without text.
     public init(id: String, modules: [SessionModule], vad: any SpeechSegmenting, decodeParallelism: Int = 1, recordingWindow: Int = 0,
-                speculativeBacklog: Double? = nil, observer: (any SpeechObserver)? = nil, emit: @escaping @Sendable (SessionEvent) -> Void) {
+                speculativeBacklog: Double? = nil, conditionOnPreviousText: Bool = false, observer: (any SpeechObserver)? = nil,
+                emit: @escaping @Sendable (SessionEvent) -> Void) {
         self.id = id
+        self.conditionOnPreviousText = conditionOnPreviousText
         self.observer = observer
         self.modules = modules
         self.vad = vad
@@ -451,7 +466,13 @@ public final class AnalysisSession: @unchecked Sendable {
     /// waits for that decode to end, so the two never share the cores.
     private func dispatchGathered(_ index: Int? = nil) {
         for key in index.map({ [$0] }) ?? gathering.keys.sorted() {
-            guard let current = gathering.removeValue(forKey: key) else { continue }
+            guard var gathered = gathering.removeValue(forKey: key) else { continue }
+            if conditionOnPreviousText {
+                let relay = relays[key] ?? TextRelay()
+                relays[key] = relay
+                gathered.link = relay.link()
+            }
+            let current = gathered
             let first = windowsDispatched == 0
             windowsDispatched += 1
             guard let speculation, speculation.module == key else {
@@ -465,6 +486,7 @@ public final class AnalysisSession: @unchecked Sendable {
                     switch outcome {
                     case .success(let transcription): decodeWindow(current, recovering: transcription)
                     case .failure(let error): queue.async { [self] in
+                        current.link?.pass(nil)
                         window.unreserve(samples: current.group.samples.count)
                         decodeFailed(current.ticket, error)
                     }
@@ -488,13 +510,27 @@ public final class AnalysisSession: @unchecked Sendable {
 
     /// Decodes a gathered window (its samples reserved) on a decode lane, and again the segments
     /// it leaves without text (``WindowTranscript``). With `speculative`, the window's input was
-    /// decoded in place already: only its empty segments are decoded. Any thread.
+    /// decoded in place already: only its empty segments are decoded. With
+    /// ``conditionOnPreviousText``, the decode first waits, on its lane, for the text of the
+    /// module's window before (its prompt; none after a high temperature): a module's windows
+    /// decode one at a time, in order. Any thread.
     private func decodeWindow(_ current: Gathering, recovering speculative: Transcription? = nil) {
-        let (group, model) = (current.group, current.model)
+        let (group, model, link) = (current.group, current.model, current.link)
         let rate = Int(Self.sampleRate)
         window.perform(reserved: group.samples.count, {
-            if let speculative { return try group.recover(speculative, placedBy: group.inPlace, with: model, sampleRate: rate) }
-            return try group.transcribe(with: model, sampleRate: rate)
+            let settings = DecodeSettings(prompt: link?.previousText())
+            do {
+                let transcript = if let speculative {
+                    try group.recover(speculative, placedBy: group.inPlace, with: model, sampleRate: rate, settings: settings)
+                } else {
+                    try group.transcribe(with: model, sampleRate: rate, settings: settings)
+                }
+                link?.pass(Self.passedOn(transcript))
+                return transcript
+            } catch {
+                link?.pass(nil)
+                throw error
+            }
         }, then: { [self] outcome in
             queue.async { [self] in
                 switch outcome {
@@ -503,6 +539,14 @@ public final class AnalysisSession: @unchecked Sendable {
                 }
             }
         })
+    }
+
+    /// The text a window passes on to the next: nil when it needed a temperature above
+    /// ``promptResetTemperature`` (its text is the likeliest to be wrong) or has none.
+    private static func passedOn(_ transcript: WindowTranscript) -> String? {
+        if (transcript.whole.measures?.temperature ?? 0) > promptResetTemperature { return nil }
+        let text = (transcript.shares ?? [transcript.whole]).map(\.text).joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        return text.isEmpty ? nil : text
     }
 
     /// Each segment's share of a window's transcript as its result; segments still without text

@@ -74,11 +74,13 @@ public struct DecodeSettings: Sendable, Hashable {
         self.alternatives = alternatives
     }
 
-    /// These settings with what they leave nil taken from `defaults`.
+    /// These settings with what they leave nil taken from `defaults`; a prompt continues the
+    /// defaults' (a recording's earlier text after the session's prompt).
     public func over(_ defaults: DecodeSettings) -> DecodeSettings {
-        DecodeSettings(language: language ?? defaults.language, task: task ?? defaults.task, beamSize: beamSize ?? defaults.beamSize,
-                       temperatures: temperatures ?? defaults.temperatures, prompt: prompt ?? defaults.prompt,
-                       context: context ?? defaults.context, alternatives: alternatives ?? defaults.alternatives)
+        let prompts = [defaults.prompt, prompt].compactMap { $0 }
+        return DecodeSettings(language: language ?? defaults.language, task: task ?? defaults.task, beamSize: beamSize ?? defaults.beamSize,
+                              temperatures: temperatures ?? defaults.temperatures, prompt: prompts.isEmpty ? nil : prompts.joined(separator: " "),
+                              context: context ?? defaults.context, alternatives: alternatives ?? defaults.alternatives)
     }
 }
 

@@ -34,11 +34,13 @@ public struct SpeechSettings: Sendable {
     public var maxModelMemoryBytes: Int?
     /// Whisper's beam for final results (1: greedy); volatile results are always greedy.
     public var beamSize: Int
+    /// A recording's windows decode one after another, each prompted with the text before it.
+    public var conditionOnPreviousText: Bool
 
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
                 inferenceThreads: Int = 2, batchThreads: Int = 1, decodeSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
                 recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true, maxQueued: Int = 16, maxModelMemoryBytes: Int? = nil,
-                beamSize: Int = 5) {
+                beamSize: Int = 5, conditionOnPreviousText: Bool = false) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds
@@ -51,6 +53,7 @@ public struct SpeechSettings: Sendable {
         self.maxQueued = max(0, maxQueued)
         self.maxModelMemoryBytes = maxModelMemoryBytes
         self.beamSize = min(max(1, beamSize), EngineWhisperDecode.maxBeamSize)
+        self.conditionOnPreviousText = conditionOnPreviousText
     }
 
     /// The keep-alive `options` get: what they ask for, at most ``maxKeepAliveSeconds``; nil when
@@ -211,7 +214,7 @@ public actor SpeechService {
             let window = plan.options.input == .recording ? Int(settings.recordingWindowSeconds * Double(AnalysisSession.sampleRate)) : 0
             let session = AnalysisSession(id: id, modules: modules, vad: vad, decodeParallelism: settings.decodeSlots, recordingWindow: window,
                                           speculativeBacklog: settings.speculativeDecode ? AnalysisSession.defaultSpeculativeBacklog : nil,
-                                          observer: observer) { emit(id, $0) }
+                                          conditionOnPreviousText: settings.conditionOnPreviousText, observer: observer) { emit(id, $0) }
             sessions[id] = OpenSession(session: session, plan: plan, keys: keys, streams: streams, batches: batches)
             return session
         } catch {

@@ -2,7 +2,7 @@ import EarshotSystem
 import EarshotWire
 import Foundation
 
-/// The process the sherpa-onnx engines (Whisper models, silero detectors) run in: `earshot-engine`,
+/// The process the ONNX Runtime engines (Earshot's Whisper decoder, sherpa-onnx's silero detector) run in: `earshot-engine`,
 /// started when the first of them is loaded and ended when the last one goes. ONNX Runtime keeps
 /// about 8 MiB of registries and globals for the life of a process that ever ran it, and a
 /// model's working memory is ~100 MiB; in a process of their own, all of it leaves with the last

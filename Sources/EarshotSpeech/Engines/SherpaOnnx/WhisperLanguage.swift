@@ -4,12 +4,12 @@ import Foundation
 /// Whisper's languages and their BCP-47 spelling.
 ///
 /// Whisper names languages with its own codes (`iw` for Hebrew in Hugging Face vocabularies, `jw`
-/// for Javanese); sherpa-onnx exports spell Hebrew `he`. Everything outside Earshot's engines uses
-/// BCP-47. A code a multilingual model does not know makes sherpa-onnx end the process, so every
-/// language reaches the engine through ``whisperCode(for:)``, which only returns known codes.
+/// for Javanese); the converted models spell Hebrew `he`. Everything outside Earshot's engines uses
+/// BCP-47. Every language reaches the engine through ``whisperCode(for:)``, which only returns
+/// codes the model knows (the decoder refuses others with a typed error).
 public enum WhisperLanguage {
     /// The 99 language codes of multilingual Whisper (tiny … large-v2), in the model's token order,
-    /// as sherpa-onnx exports spell them.
+    /// as the converted models spell them.
     public static let whisperCodes: [String] = [
         "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv", "it", "id", "hi", "fi", "vi",
         "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no", "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk",
@@ -24,7 +24,7 @@ public enum WhisperLanguage {
     private static let fromBCP47 = ["jv": "jw"]
 
     /// The BCP-47 language tag for a Whisper code (`jw` → `jv`, `iw` → `he`); also accepts
-    /// sherpa-onnx's `<|de|>` spelling. Nil for codes Whisper does not have.
+    /// the token spelling `<|de|>`. Nil for codes Whisper does not have.
     public static func bcp47(forWhisperCode code: String) -> String? {
         var bare = code.trimmingCharacters(in: .whitespaces)
         if bare.hasPrefix("<|"), bare.hasSuffix("|>") { bare = String(bare.dropFirst(2).dropLast(2)) }

@@ -2,23 +2,21 @@ import EarshotSystem
 import EarshotWire
 import Foundation
 
-/// An offline Whisper recognizer (sherpa-onnx C API, in the ``EngineProcess``) loaded once and
-/// shared by every session that uses the same files and settings.
+/// A Whisper model loaded in the ``EngineProcess`` (Earshot's decoder, EarshotWhisper) once and
+/// shared by every session that uses the same files and thread count, whatever their language,
+/// task or search: those travel with each decode (``DecodeSettings``).
 ///
-/// Calls block (loading tiny.en takes ~0.2–0.7 s, a decode 3–4 % of the audio's duration): run
+/// Calls block (loading tiny.en takes ~0.2–0.7 s, a decode a few % of the audio's duration): run
 /// them on dedicated threads (`BlockingWork`), never on the cooperative pool.
 ///
-/// Thread safety: `transcribe` may be called from several threads at once. Each call has its own
-/// sherpa-onnx stream; sherpa-onnx's maintainer states that recognizers are thread-safe and streams
-/// are not (k2-fsa/sherpa-onnx#1450), and its Whisper recognizer decodes in a `const` method whose
-/// model work is ONNX Runtime `Session::Run` (safe to call concurrently). The one shared write is
-/// the recognizer copying its own, never-changed Whisper settings into its decoder at the start of
-/// every decode (`offline-recognizer-whisper-impl.h`): identical bytes, harmless in practice but a
-/// data race in C++ terms. Pass `concurrentDecoding: false` to serialize decodes.
+/// Thread safety: `transcribe` may be called from several threads at once: each decode runs on a
+/// thread of its own in the engine process, over ONNX Runtime sessions that are safe for concurrent
+/// runs, with no state shared between decodes. Pass `concurrentDecoding: false` to serialize them.
 public final class WhisperModel: @unchecked Sendable {
     // @unchecked: every stored property is a constant; `serial` serializes decodes when asked to.
 
-    /// The three files of a sherpa-onnx Whisper export.
+    /// The three files of a converted Whisper model (Scripts/models/whisper-ct2-to-sherpa-onnx.py;
+    /// the layout sherpa-onnx's exports use, the catalog's engine `sherpa-onnx-whisper`).
     public struct Files: Sendable, Hashable {
         public var encoder: String
         public var decoder: String
@@ -55,8 +53,8 @@ public final class WhisperModel: @unchecked Sendable {
         }
     }
 
-    /// The longest input one call decodes: sherpa-onnx keeps 2950 feature frames (29.5 s) of a
-    /// Whisper stream and silently drops the rest, so longer input is rejected instead.
+    /// The longest input one call decodes: the encoder takes 3000 feature frames (30 s), of which
+    /// the decoder keeps 50 for silence after the speech; longer input is rejected, never cut.
     public static let maximumDuration: Double = 29.5
 
     /// What a Whisper model is asked to do with speech.

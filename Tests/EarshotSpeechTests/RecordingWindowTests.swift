@@ -180,20 +180,27 @@ final class PromptRecorder: SegmentTranscribing, @unchecked Sendable {
 }
 
 extension RecordingWindowTests {
+    /// `audio` through a session of 1 s recording windows on two decode lanes, its one module a
+    /// ``PromptRecorder``.
+    static func recordInOneSecondWindows(_ audio: [Float], conditioned: Bool) async throws -> (PromptRecorder, EventLog) {
+        let recorder = PromptRecorder()
+        let vad = try SileroDetector(configuration: .init(modelPath: SessionTests.vadModel, sensitivity: .medium))
+        let modules = [SessionModule(index: 0, configuration: SessionTests.transcriber, engine: .segments(recorder))]
+        let log = EventLog()
+        let session = AnalysisSession(id: "c", modules: modules, vad: vad, decodeParallelism: 2, recordingWindow: 16000,
+                                      conditionOnPreviousText: conditioned) { log.append($0) }
+        await session.accept(SessionTests.pcm(audio), format: .speech16k, start: nil)
+        _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
+        return (recorder, log)
+    }
+
     /// With `ConditionOnPreviousText`, a recording's windows decode one at a time, each prompted
     /// with the text of the window before (faster-whisper's condition_on_previous_text); without,
     /// they decode side by side and unprompted.
     @Test func conditionedWindowsDecodeInTurnEachPromptedWithTheTextBefore() async throws {
         let audio = try ConcurrentDecodeTests.audio()
         for conditioned in [true, false] {
-            let recorder = PromptRecorder()
-            let vad = try SileroDetector(configuration: .init(modelPath: SessionTests.vadModel, sensitivity: .medium))
-            let modules = [SessionModule(index: 0, configuration: SessionTests.transcriber, engine: .segments(recorder))]
-            let log = EventLog()
-            let session = AnalysisSession(id: "c", modules: modules, vad: vad, decodeParallelism: 2, recordingWindow: 16000,
-                                          conditionOnPreviousText: conditioned) { log.append($0) }
-            await session.accept(SessionTests.pcm(audio), format: .speech16k, start: nil)
-            _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
+            let (recorder, log) = try await Self.recordInOneSecondWindows(audio, conditioned: conditioned)
             let prompts = recorder.prompts
             let texts = log.finals.filter { $0.module == 0 }.map(\.text)
             #expect(prompts.count == 3 && texts.count == 3, "one window per segment: \(prompts) \(texts)")
@@ -217,15 +224,8 @@ extension RecordingWindowTests {
     @Test func conditionedWindowsOfALongRecordingNeverStallTheSession() async throws {
         let one = try ConcurrentDecodeTests.audio()
         let audio = Array(repeating: one, count: 8).flatMap { $0 }
-        let recorder = PromptRecorder()
-        let vad = try SileroDetector(configuration: .init(modelPath: SessionTests.vadModel, sensitivity: .medium))
-        let modules = [SessionModule(index: 0, configuration: SessionTests.transcriber, engine: .segments(recorder))]
-        let log = EventLog()
-        let session = AnalysisSession(id: "long", modules: modules, vad: vad, decodeParallelism: 2, recordingWindow: 16000,
-                                      conditionOnPreviousText: true) { log.append($0) }
-        #expect(Double(audio.count) / 16000 > 2 * Double(AnalysisSession.maxDecodingSamples) / 16000)
-        await session.accept(SessionTests.pcm(audio), format: .speech16k, start: nil)
-        _ = await session.finish(.finalizeThroughEndOfInput, time: nil)
+        #expect(audio.count > 2 * AnalysisSession.maxDecodingSamples)
+        let (recorder, log) = try await Self.recordInOneSecondWindows(audio, conditioned: true)
         let texts = log.finals.filter { $0.module == 0 }.map(\.text)
         #expect(texts.count == 24, "\(texts.count) windows")
         #expect(recorder.prompts == [nil] + texts.dropLast().map { Optional($0) })

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Issue 10, item 2, through the daemon with `BatchThreads=1` (the default since session 7; set
+/// Issue 10, item 2, through the daemon with `BatchThreads=1` (the default from session 7 to issue 29; set
 /// here so the suite tests the copy whatever the default).
 @Suite(.serialized, .speechDaemon(config: "[Analysis]\nBatchThreads=1\n", modules: ["transcriber"]), .enabled(if: SpeechFixtures.whisperAvailable, SpeechFixtures.whisperMissing))
 struct BatchLanesDaemonTests {

@@ -107,7 +107,9 @@ public final class WhisperDecoder: Sendable {
             }
             let found = try search.run(from: begun.start, initialCount: begun.count, cross: cross, temperature: temperature)
             guard let best = found.first else { continue }
-            let ratio = Self.compressionRatio(vocabulary.text(best.tokens))
+            // A phrase repeated back to back counts as repetition too: zlib cannot see it in text as
+            // short as a voice command ("turn off the bedroom pan turn off the bedroom pan turn").
+            let ratio = Self.repeatsAPhrase(best.tokens) ? .infinity : Self.compressionRatio(vocabulary.text(best.tokens))
             tried.append((found, temperature, ratio, begun.start))
             let unsure = best.averageLogProbability < options.logProbThreshold
             if begun.start.noSpeechProbability > options.noSpeechThreshold && unsure { break }
@@ -166,6 +168,23 @@ public final class WhisperDecoder: Sendable {
         return TokenAlignment.times(attention: attention.floats(), heads: shape[1], rows: shape[2], columns: shape[3],
                                     firstRow: sequence.count - 1, textCount: tokens.count, frames: frames / 2)
     }
+
+    /// Whether `tokens` hold a phrase of at least ``repeatedPhraseTokens`` tokens said twice in a
+    /// row, then begun a third time: a decode caught in a loop.
+    static func repeatsAPhrase(_ tokens: [Int]) -> Bool {
+        let count = tokens.count
+        guard count >= 2 * repeatedPhraseTokens + 1 else { return false }
+        for length in repeatedPhraseTokens...(count / 2) {
+            for start in 0...(count - 2 * length) where tokens[start..<(start + length)] == tokens[(start + length)..<(start + 2 * length)] {
+                let next = start + 2 * length
+                if next < count && tokens[next] == tokens[start] { return true }
+            }
+        }
+        return false
+    }
+
+    /// The shortest phrase ``repeatsAPhrase(_:)`` looks for.
+    static let repeatedPhraseTokens = 3
 
     /// The UTF-8 text's length over its zlib-compressed length (OpenAI's repetition measure).
     static func compressionRatio(_ text: String) -> Double {

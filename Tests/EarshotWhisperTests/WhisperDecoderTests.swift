@@ -67,6 +67,19 @@ import TestSupport
         #expect(WhisperDecoder.compressionRatio("And Mr. John Dashwood had then leisure to consider how much there might be prudently in his power to do for them.") < 2.4)
     }
 
+    /// A phrase said twice back to back and begun a third time is a loop, even in text too short
+    /// for zlib to see it (found in a Wyoming voice command with tiny.en); a phrase said twice, or
+    /// words repeated, is not.
+    @Test func aPhraseRepeatedBackToBackIsALoop() {
+        let turn = [1, 2, 3, 4, 5]
+        #expect(WhisperDecoder.repeatsAPhrase(turn + turn + [1]))
+        #expect(WhisperDecoder.repeatsAPhrase([9] + turn + turn + turn))
+        #expect(!WhisperDecoder.repeatsAPhrase(turn + turn), "said twice, as people do")
+        #expect(!WhisperDecoder.repeatsAPhrase([7, 7, 7, 7, 7, 7]), "a word repeated is not a phrase")
+        #expect(!WhisperDecoder.repeatsAPhrase([1, 2, 1, 2, 1, 2, 1]), "two-token phrases are too short to tell")
+        #expect(!WhisperDecoder.repeatsAPhrase([1, 2, 3, 9, 1, 2, 3, 8]))
+    }
+
     /// A repetition loop is broken by the fallback: a prompt that repeats one phrase (as a
     /// window's hallucinated text would, passed on to the next) drives greedy search at
     /// temperature 0 into repeating it; with the fallback the kept result passes Whisper's checks

@@ -131,12 +131,22 @@ struct DecoderStep: @unchecked Sendable {
     let tokens: Int
     let cache: SelfAttentionCache
     let attention: ORTValue?
+    /// The logits' storage and row length, looked up once (every sequence reads its row each step).
+    private let storage: UnsafeBufferPointer<Float>
+    private let vocabulary: Int
+
+    init(logits: ORTValue, tokens: Int, cache: SelfAttentionCache, attention: ORTValue?) {
+        self.logits = logits
+        self.tokens = tokens
+        self.cache = cache
+        self.attention = attention
+        storage = logits.floats()
+        vocabulary = storage.count / max(1, cache.batch * tokens)
+    }
 
     /// The logits after position `position` of sequence `sequence`.
     func logits(sequence: Int, position: Int) -> UnsafeBufferPointer<Float> {
-        let all = logits.floats()
-        let vocabulary = all.count / max(1, cache.batch * tokens)
         let start = (sequence * tokens + position) * vocabulary
-        return UnsafeBufferPointer(rebasing: all[start..<(start + vocabulary)])
+        return UnsafeBufferPointer(rebasing: storage[start..<(start + vocabulary)])
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Anonymous resident memory (RssAnon) of earshotd fresh and after Whisper base was loaded, used and
 # unloaded, beside the engine alone: engine-memory/engine-alone.c creates, uses and destroys the
-# silero VAD and Whisper base through the same sherpa-onnx C API, trimming the heap as the daemon
+# silero VAD (sherpa-onnx's C API) and Whisper base (ONNX Runtime's), trimming the heap as the daemon
 # does. What the engine keeps after its objects are gone (ONNX Runtime's and sherpa-onnx's
 # registries and globals) stayed in the daemon while the engines ran in-process; they now run in
 # earshot-engine, which ends with the last model, so it leaves with that process. Issue 10's goals:
@@ -21,8 +21,9 @@ SHARE=/usr/local/share/earshot
 CLIP=/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0870.wav
 [ -f "$SHARE/models/whisper-base/base-decoder.int8.onnx" ] || die "no Whisper base in $SHARE/models: run Scripts/setup.sh"
 mkdir -p "$BENCH_DIR"
+[ -f .deps/onnxruntime-dev/usr/include/onnxruntime/onnxruntime_c_api.h ] || die "no ONNX Runtime header in .deps: run Scripts/setup.sh"
 cc -O2 -o "$BENCH_DIR/engine-alone" Benchmarks/engine-memory/engine-alone.c -I/usr/local/include \
-  -L/usr/local/lib -lsherpa-onnx-c-api -Wl,-rpath,/usr/local/lib
+  -I.deps/onnxruntime-dev/usr/include/onnxruntime -L/usr/local/lib -lsherpa-onnx-c-api -lonnxruntime -Wl,-rpath,/usr/local/lib
 
 . Benchmarks/release-build.sh
 for product in earshotd earshot-engine earshot earshotctl; do build --product "$product" > /dev/null; done
@@ -60,7 +61,7 @@ engine_gone=yes
 [ -d "/proc/$engine_pid" ] && engine_gone="no (still running)"
 
 read -r engine_start engine_vad engine_used engine_unloaded < <(
-  "$BENCH_DIR/engine-alone" "$SHARE/assets/silero_vad.onnx" "$SHARE/models/whisper-base" base "$CLIP" 2>/dev/null | awk '{printf "%s ", $2} END {print ""}')
+  "$BENCH_DIR/engine-alone" "$SHARE/assets/silero_vad.onnx" "$SHARE/models/whisper-base" base | awk '{printf "%s ", $2} END {print ""}')
 mib() { awk -v kb="$1" 'BEGIN {printf "%.1f MiB", kb / 1024}'; }
 echo "engine-memory: RssAnon, Whisper base, 2 threads"
 echo "  earshotd fresh                          $(mib "$fresh")   (goal <= 8 MiB)"

@@ -22,7 +22,7 @@ OUTDIR=$1
 CACHEDIR=${2:-/var/cache/earshot/models}
 PYTHON=${PYTHON:-python3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-CONVERTER=$HERE/whisper-ct2-to-sherpa-onnx.py
+CONVERTER=$HERE/whisper-ct2-to-onnx.py
 
 . "$HERE/whisper-wheels.sh"
 

@@ -60,9 +60,26 @@ final class ONNXRuntime: @unchecked Sendable {
 final class ORTValue: @unchecked Sendable {
     // @unchecked: a value is used by one decode at a time.
     let pointer: OpaquePointer
+    /// The value whose storage a view reads (kept alive with it).
+    private let storageOwner: ORTValue?
 
-    init(owning pointer: OpaquePointer) {
+    init(owning pointer: OpaquePointer, storageOwner: ORTValue? = nil) {
         self.pointer = pointer
+        self.storageOwner = storageOwner
+    }
+
+    /// A float tensor of `shape` over `parent`'s storage from element `offset` on: no copy.
+    static func view(of parent: ORTValue, offset: Int, shape: [Int]) throws -> ORTValue {
+        let runtime = ONNXRuntime.shared
+        let count = shape.reduce(1, *)
+        let storage = parent.floats()
+        precondition(offset >= 0 && offset + count <= storage.count, "a view past its tensor's end")
+        let dims = shape.map(Int64.init)
+        var made: OpaquePointer?
+        try runtime.check(runtime.api.CreateTensorWithDataAsOrtValue(
+            runtime.cpuMemory, UnsafeMutableRawPointer(mutating: storage.baseAddress! + offset), count * MemoryLayout<Float>.size,
+            dims, dims.count, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &made))
+        return ORTValue(owning: made!, storageOwner: parent)
     }
 
     deinit {

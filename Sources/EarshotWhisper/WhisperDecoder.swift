@@ -19,6 +19,8 @@ public final class WhisperDecoder: Sendable {
     private let features: LogMel
     private let defaultLanguage: String
     private let defaultTask: String
+    /// Runs the first search of decodes that wait at once together.
+    private let batcher: DecodeBatcher<Prepared, FirstPass>
 
     /// Loads the model and decodes 1 s of silence (ONNX Runtime allocates its working memory on
     /// the first run). Blocking.
@@ -27,6 +29,9 @@ public final class WhisperDecoder: Sendable {
         features = LogMel(mels: graphs.mels)
         defaultLanguage = request.language
         defaultTask = request.task
+        batcher = DecodeBatcher(maxBatch: Self.maxBatch, maxRunning: Self.maxRunningBatches) { [graphs] in
+            Self.firstPasses($0, graphs: graphs, deliver: $1)
+        }
         _ = try decode([Float](repeating: 0, count: 16000), EngineWhisperDecode(id: "", object: request.object, sampleRate: 16000, beamSize: 1, temperatures: [0]))
     }
 
@@ -37,8 +42,66 @@ public final class WhisperDecoder: Sendable {
     /// ONNX Runtime's run-time version.
     public static var runtimeVersion: String { ONNXRuntime.version }
 
-    /// Decodes 16 kHz mono samples (at most 29.5 s). Blocking.
+    /// Decodes 16 kHz mono samples (at most 29.5 s). Blocking. Decodes that run at once on one
+    /// model share their first search's decoder calls (``batcher``); the rest runs on the
+    /// calling thread.
     public func decode(_ samples: [Float], _ request: EngineWhisperDecode) throws -> EngineWhisperResult {
+        let decode = try prepare(samples, request)
+        return try finish(decode, first: try batcher.run(decode))
+    }
+
+    /// Decodes several audios as one batch, whatever else runs (the batch ``decode(_:_:)``
+    /// makes of decodes that wait at once). Blocking.
+    func decode(together decodes: [(samples: [Float], request: EngineWhisperDecode)]) throws -> [EngineWhisperResult] {
+        let prepared = try decodes.map { try prepare($0.samples, $0.request) }
+        var passes = [Result<FirstPass, any Error>?](repeating: nil, count: prepared.count)
+        Self.firstPasses(prepared, graphs: graphs) { passes[$0] = $1 }
+        return try zip(prepared, passes).map { try finish($0, first: $1!.get()) }
+    }
+
+    /// Audios whose first search one batch runs together (their encoders run on their own
+    /// threads: on the CPU a batch of encoder calls takes as long as the calls in turn).
+    static let maxBatch = 4
+    /// Batches of one model that run at once, their decoder calls taking turns on the model's
+    /// threads: a decode that arrives while a batch runs starts at once in another rather than
+    /// wait for the first to end (a voice command behind a 20 s window's beam search).
+    static let maxRunningBatches = 2
+
+    /// One decode, its audio encoded, ready to search.
+    struct Prepared: @unchecked Sendable {
+        // @unchecked: read only once made.
+        let request: EngineWhisperDecode
+        let options: WhisperSearchOptions
+        let search: WhisperSearch
+        let cross: CrossAttention
+        let frames: Int
+        /// The start sequence: start of transcript, language and task, no timestamps.
+        let sequence: [Int]
+        /// The prompt's tokens (its last ``maxPromptTokens``).
+        let prompt: [Int]
+        let promptTokensDropped: Int
+        let language: String?
+        let languageProbability: Double?
+        let startOfPrevious: Int
+
+        /// What the decoder is first given (the prompt goes above temperature 0.5, as
+        /// faster-whisper resets it: text that repeats itself in the prompt is what most often
+        /// drives Whisper into a loop).
+        func initial(at temperature: Double) -> (tokens: [Int], sotIndex: Int) {
+            let prompted = !prompt.isEmpty && temperature <= 0.5
+            return ((prompted ? [startOfPrevious] + prompt : []) + sequence, prompted ? prompt.count + 1 : 0)
+        }
+    }
+
+    /// A decode's search at its first temperature.
+    struct FirstPass: @unchecked Sendable {
+        // @unchecked: read only once made.
+        let start: WhisperSearch.Start
+        let hypotheses: [WhisperHypothesis]
+    }
+
+    /// Checks the request, computes the features, runs the encoder and picks the language.
+    private func prepare(_ samples: [Float], _ request: EngineWhisperDecode) throws -> Prepared {
         let vocabulary = graphs.vocabulary
         guard request.sampleRate == LogMel.sampleRate else {
             throw WhisperModelError.unsupported("the decoder takes 16000 Hz audio, not \(request.sampleRate) Hz")
@@ -88,31 +151,76 @@ public final class WhisperDecoder: Sendable {
         let dropped = max(0, prompt.count - Self.maxPromptTokens)
         prompt.removeFirst(dropped)
         let search = WhisperSearch(graphs: graphs, options: options, bias: phrases.isEmpty ? nil : ContextBias(phrases: phrases, vocabulary: vocabulary))
-        /// The first decoder call over the prompt (when given) and the start sequence.
-        func begin(prompted: Bool) throws -> (start: WhisperSearch.Start, count: Int) {
-            let initial = (prompted ? [vocabulary.startOfPrevious] + prompt : []) + sequence
-            return (try search.start(initial, sotIndex: prompted ? prompt.count + 1 : 0, cross: cross), initial.count)
+        return Prepared(request: request, options: options, search: search, cross: cross, frames: frames, sequence: sequence, prompt: prompt,
+                        promptTokensDropped: dropped, language: language, languageProbability: languageProbability,
+                        startOfPrevious: vocabulary.startOfPrevious)
+    }
+
+    /// The first temperature's search of a batch of decodes: those with as many initial tokens,
+    /// the same temperature and as many sequences advance together, one decoder call per step;
+    /// each decode's pass goes to `deliver` as soon as its search ends.
+    private static func firstPasses(_ decodes: [Prepared], graphs: WhisperGraphs, deliver: (Int, Result<FirstPass, any Error>) -> Void) {
+        struct Key: Hashable {
+            var initialCount: Int
+            var temperature: Double
+            var beamSize: Int
         }
-        let prompted = try begin(prompted: !prompt.isEmpty)
-        var unprompted: (start: WhisperSearch.Start, count: Int)?
+        var groups: [Key: [Int]] = [:], order: [Key] = []
+        for (index, decode) in decodes.enumerated() {
+            let temperature = decode.options.temperatures[0]
+            let key = Key(initialCount: decode.initial(at: temperature).tokens.count, temperature: temperature,
+                          beamSize: temperature > 0 ? decode.options.bestOf : decode.options.beamSize)
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(index)
+        }
+        for key in order {
+            // Longest audio first: a batch's shorter audios tend to end first, and the last ones'
+            // ending leaves the others' keys and values where they are (``CrossAttention/audios(_:)``).
+            let members = groups[key]!.sorted { decodes[$0].cross.audioFrames > decodes[$1].cross.audioFrames }
+            var delivered = Set<Int>()
+            do {
+                let cross = try CrossAttention.joined(members.map { decodes[$0].cross })
+                let initials = members.map { decodes[$0].initial(at: key.temperature) }
+                let starts = try WhisperSearch.start(initials.map(\.tokens), sotIndices: initials.map(\.sotIndex), cross: cross, graphs: graphs)
+                try WhisperSearch.run(members.map { decodes[$0].search }, from: starts, initialCount: key.initialCount,
+                                      cross: cross, temperature: key.temperature) { slot, hypotheses in
+                    delivered.insert(members[slot])
+                    deliver(members[slot], .success(FirstPass(start: starts[slot], hypotheses: hypotheses)))
+                }
+            } catch {
+                for member in members where !delivered.contains(member) { deliver(member, .failure(error)) }
+            }
+        }
+    }
+
+    /// Temperature fallback after the first pass, the choice among the temperatures tried, word
+    /// times and the result.
+    private func finish(_ decode: Prepared, first: FirstPass) throws -> EngineWhisperResult {
+        let vocabulary = graphs.vocabulary, options = decode.options, request = decode.request
+        let search = decode.search, cross = decode.cross
+        var starts: [Int: WhisperSearch.Start] = [decode.initial(at: options.temperatures[0]).tokens.count: first.start]
         // Each temperature's best result and whether it passed; the first that passes is kept.
         var tried: [(hypotheses: [WhisperHypothesis], temperature: Double, ratio: Double, start: WhisperSearch.Start)] = []
-        for temperature in options.temperatures {
-            // Above 0.5 the prompt goes (faster-whisper's prompt reset): text that repeats itself
-            // in the prompt is what most often drives Whisper into a loop.
-            var begun = prompted
-            if temperature > 0.5 && !prompt.isEmpty {
-                if unprompted == nil { unprompted = try begin(prompted: false) }
-                begun = unprompted!
+        for (attempt, temperature) in options.temperatures.enumerated() {
+            let initial = decode.initial(at: temperature)
+            let start: WhisperSearch.Start
+            let found: [WhisperHypothesis]
+            if attempt == 0 {
+                (start, found) = (first.start, first.hypotheses)
+            } else {
+                if starts[initial.tokens.count] == nil {
+                    starts[initial.tokens.count] = try WhisperSearch.start([initial.tokens], sotIndices: [initial.sotIndex], cross: cross, graphs: graphs)[0]
+                }
+                start = starts[initial.tokens.count]!
+                found = try search.run(from: start, initialCount: initial.tokens.count, cross: cross, temperature: temperature)
             }
-            let found = try search.run(from: begun.start, initialCount: begun.count, cross: cross, temperature: temperature)
             guard let best = found.first else { continue }
             // A phrase repeated back to back counts as repetition too: zlib cannot see it in text as
             // short as a voice command ("turn off the bedroom pan turn off the bedroom pan turn").
             let ratio = Self.repeatsAPhrase(best.tokens) ? .infinity : Self.compressionRatio(vocabulary.text(best.tokens))
-            tried.append((found, temperature, ratio, begun.start))
+            tried.append((found, temperature, ratio, start))
             let unsure = best.averageLogProbability < options.logProbThreshold
-            if begun.start.noSpeechProbability > options.noSpeechThreshold && unsure { break }
+            if start.noSpeechProbability > options.noSpeechThreshold && unsure { break }
             if ratio <= options.compressionRatioThreshold && !unsure { break }
         }
         // When every temperature failed, faster-whisper's choice: the most probable of those that do
@@ -125,24 +233,23 @@ public final class WhisperDecoder: Sendable {
             $0.hypotheses[0].averageLogProbability < $1.hypotheses[0].averageLogProbability
         }
         guard let chosen, var best = chosen.hypotheses.first else {
-            return EngineWhisperResult(id: request.id, text: "", language: language, tokens: [], starts: [], durations: nil, logProbabilities: nil)
+            return EngineWhisperResult(id: request.id, text: "", language: decode.language, tokens: [], starts: [], durations: nil, logProbabilities: nil)
         }
-        let kept = (hypotheses: chosen.hypotheses, temperature: chosen.temperature)
         let start = chosen.start
         let silence = start.noSpeechProbability > options.noSpeechThreshold && best.averageLogProbability < options.logProbThreshold
         if silence { best.tokens = [] }
         let text = vocabulary.text(best.tokens)
-        let times = try align(best.tokens, sequence: sequence, cross: cross, frames: frames)
-        let alternatives = kept.hypotheses.dropFirst().prefix(max(0, request.alternatives ?? 0)).map {
+        let times = try align(best.tokens, sequence: decode.sequence, cross: cross, frames: decode.frames)
+        let alternatives = chosen.hypotheses.dropFirst().prefix(max(0, request.alternatives ?? 0)).map {
             EngineWhisperAlternative(text: vocabulary.text($0.tokens).trimmingCharacters(in: .whitespaces), averageLogProbability: $0.averageLogProbability)
         }
         return EngineWhisperResult(
-            id: request.id, text: text, language: language,
+            id: request.id, text: text, language: decode.language,
             tokens: best.tokens.map { String(decoding: vocabulary.bytes[$0], as: UTF8.self) }, starts: times.starts,
             durations: times.durations, logProbabilities: silence ? [] : best.logProbabilities, tokenIDs: best.tokens,
             averageLogProbability: best.averageLogProbability, noSpeechProbability: start.noSpeechProbability,
-            compressionRatio: Self.compressionRatio(text), temperature: kept.temperature, languageProbability: languageProbability,
-            alternatives: request.alternatives == nil ? nil : Array(alternatives), promptTokensDropped: dropped)
+            compressionRatio: Self.compressionRatio(text), temperature: chosen.temperature, languageProbability: decode.languageProbability,
+            alternatives: request.alternatives == nil ? nil : Array(alternatives), promptTokensDropped: decode.promptTokensDropped)
     }
 
     /// The most probable language and its probability: the start-of-transcript token's next

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The two ONNX graphs of a converted Whisper model (Scripts/models/whisper-ct2-to-sherpa-onnx.py)
+/// The two ONNX graphs of a converted Whisper model (Scripts/models/whisper-ct2-to-onnx.py)
 /// and the calls the decoder makes on them: the encoder once per audio, the decoder once per step
 /// for every sequence of a batch (beams, samples or sessions) at once. Loaded once per model,
 /// whatever the language, task or search of the decodes that use it.
@@ -13,9 +13,14 @@ final class WhisperGraphs: Sendable {
     /// The cross-attention heads whose weights follow the audio (layer, head), as the decoder's
     /// `cross_attention_weights` output lists them.
     let alignmentHeads: Int
+    /// The converter version these graphs need (3: each layer's cross-attention K/V an input of
+    /// its own, several audios per decoder call).
+    static let graphVersion = 3
 
     private let encoder: ORTSession
     private let decoder: ORTSession
+    /// Held through every run of either graph: one run at a time uses the model's threads.
+    private let compute = NSLock()
 
     /// Loads both graphs with `threads` threads each. Blocking.
     init(encoder encoderPath: String, decoder decoderPath: String, tokens: String, threads: Int) throws {
@@ -35,6 +40,10 @@ final class WhisperGraphs: Sendable {
         state = try number("n_text_state")
         textContext = try number("n_text_ctx")
         alignmentHeads = (metadata("alignment_heads") ?? "").split(separator: ",").count
+        let version = metadata("version").flatMap { Int($0) } ?? 0
+        guard version >= Self.graphVersion else {
+            throw WhisperModelError.unsupported("the model's graphs are converter version \(version); Earshot's decoder needs \(Self.graphVersion) (update the asset: earshotctl update)")
+        }
     }
 
     /// The encoder's cross-attention keys and values for `frames` feature frames (frame-major,
@@ -47,24 +56,30 @@ final class WhisperGraphs: Sendable {
                 for bin in 0..<mels { storage[bin * total + frame] = features[frame * mels + bin] }
             }
         }
-        let outputs = try encoder.run([("mel", mel)], outputs: ["n_layer_cross_k", "n_layer_cross_v"])
-        return CrossAttention(keys: outputs[0], values: outputs[1], batch: 1, audioFrames: total / 2)
+        let outputs = try compute.withLock { try encoder.run([("mel", mel)], outputs: ["n_layer_cross_k", "n_layer_cross_v"]) }
+        return try CrossAttention(encoded: outputs[0], values: outputs[1])
     }
 
     /// One decoder call for `tokens` (one row per sequence, all of one length) after `cache`.
+    /// The rows are grouped by audio: `cross` holds A audios and audio a's sequences are rows
+    /// a·R ..< (a + 1)·R, R = rows / A (one audio: any number of rows).
     func step(_ tokens: [[Int]], cache: SelfAttentionCache?, cross: CrossAttention, attention: Bool = false) throws -> DecoderStep {
         let batch = tokens.count, count = tokens.first?.count ?? 0
-        // One audio's keys and values serve every sequence (MatMul broadcasts its batch of 1).
-        precondition(cross.batch == batch || cross.batch == 1, "cross-attention batch \(cross.batch) for \(batch) sequences")
+        precondition(batch % cross.batch == 0, "\(batch) sequences for \(cross.batch) audios")
         let cache = try cache ?? SelfAttentionCache.empty(layers: layers, batch: batch, state: state)
         let input = try ORTValue.int64s([batch, count], tokens.flatMap { $0.map(Int64.init) })
         let offset = try ORTValue.int64s([1], [Int64(cache.length)])
         var names = ["logits", "out_n_layer_self_k_cache", "out_n_layer_self_v_cache"]
         if attention { names.append("cross_attention_weights") }
-        let outputs = try decoder.run([
-            ("tokens", input), ("in_n_layer_self_k_cache", cache.keys), ("in_n_layer_self_v_cache", cache.values),
-            ("n_layer_cross_k", cross.keys), ("n_layer_cross_v", cross.values), ("offset", offset),
-        ], outputs: names)
+        var inputs = [
+            ("tokens", input), ("in_n_layer_self_k_cache", cache.keys), ("in_n_layer_self_v_cache", cache.values), ("offset", offset),
+            ("cross_frames", try ORTValue.int64s([cross.batch], cross.frames.map(Int64.init))),
+        ]
+        for layer in 0..<layers {
+            inputs.append(("cross_k_\(layer)", cross.keys[layer]))
+            inputs.append(("cross_v_\(layer)", cross.values[layer]))
+        }
+        let outputs = try compute.withLock { try decoder.run(inputs, outputs: names) }
         return DecoderStep(
             logits: outputs[0], tokens: count,
             cache: SelfAttentionCache(keys: outputs[1], values: outputs[2], layers: layers, batch: batch, length: cache.length + count, state: state),
@@ -73,14 +88,107 @@ final class WhisperGraphs: Sendable {
 }
 
 /// What the encoder wrote for the decoder: each layer's cross-attention keys and values, for
-/// `batch` audios (1 serves any number of sequences of that audio: a beam, samples).
+/// `batch` audios, each serving any number of sequences of its audio (a beam, samples). Held per
+/// layer, as the decoder takes them (`cross_k_i`, `cross_v_i`).
 struct CrossAttention: @unchecked Sendable {
-    // @unchecked: the values are read only, by one decode.
-    let keys: ORTValue
-    let values: ORTValue
-    let batch: Int
-    /// Encoder output frames (two feature frames each: 20 ms).
+    // @unchecked: the values are read only, by the decodes of one batch.
+    /// Each layer's keys (audio, state, frames): K transposed, head h's rows at h × head state.
+    let keys: [ORTValue]
+    /// Each layer's values (audio, heads × frames, head state): head h's frames at h × frames.
+    let values: [ORTValue]
+    /// Each audio's encoder output frames (two feature frames each: 20 ms); the frames after
+    /// them, up to ``audioFrames``, are padding no sequence attends to.
+    let frames: [Int]
+    /// Encoder output frames held per audio.
     let audioFrames: Int
+    var batch: Int { frames.count }
+
+    /// The encoder's outputs, (layers, audios, …) each, as views of each layer (no copy).
+    init(encoded keys: ORTValue, values: ORTValue) throws {
+        let shape = keys.shape
+        self.keys = try Self.views(keys, count: shape[1])
+        self.values = try Self.views(values, count: shape[1])
+        frames = Array(repeating: shape[3], count: shape[1])
+        audioFrames = shape[3]
+    }
+
+    private init(keys: [ORTValue], values: [ORTValue], frames: [Int], audioFrames: Int) {
+        self.keys = keys
+        self.values = values
+        self.frames = frames
+        self.audioFrames = audioFrames
+    }
+
+    /// Views of each leading-axis block of `value` (a layer), holding its first `count` entries
+    /// of the next axis (audios).
+    private static func views(_ value: ORTValue, count: Int) throws -> [ORTValue] {
+        let shape = value.shape, block = shape.dropFirst().reduce(1, *)
+        var inner = Array(shape.dropFirst())
+        inner[0] = count
+        return try (0..<shape[0]).map { try ORTValue.view(of: value, offset: $0 * block, shape: inner) }
+    }
+
+    /// Several audios' keys and values in one batch, each padded to the longest.
+    static func joined(_ parts: [CrossAttention]) throws -> CrossAttention {
+        if parts.count == 1 { return parts[0] }
+        let longest = parts.map(\.audioFrames).max() ?? 0
+        let state = parts[0].keys[0].shape[1], headState = parts[0].values[0].shape[2], heads = state / headState
+        let audios = parts.map(\.batch).reduce(0, +)
+        var keys: [ORTValue] = [], values: [ORTValue] = []
+        for layer in parts[0].keys.indices {
+            // Keys: each of an audio's `state` rows padded to `longest` frames.
+            keys.append(try ORTValue.floats([audios, state, longest]) { out in
+                out.initialize(repeating: 0)
+                var audio = 0
+                for part in parts {
+                    let source = part.keys[layer].floats(), width = part.audioFrames
+                    for row in 0..<(part.batch * state) {
+                        let to = (audio * state + row) * longest
+                        _ = UnsafeMutableBufferPointer(rebasing: out[to..<(to + width)]).initialize(from: source[(row * width)..<((row + 1) * width)])
+                    }
+                    audio += part.batch
+                }
+            })
+            // Values: each head's frames padded to `longest`.
+            values.append(try ORTValue.floats([audios, heads * longest, headState]) { out in
+                out.initialize(repeating: 0)
+                var audio = 0
+                for part in parts {
+                    let source = part.values[layer].floats(), block = part.audioFrames * headState
+                    for head in 0..<(part.batch * heads) {
+                        let to = (audio * heads + head) * longest * headState
+                        _ = UnsafeMutableBufferPointer(rebasing: out[to..<(to + block)]).initialize(from: source[(head * block)..<((head + 1) * block)])
+                    }
+                    audio += part.batch
+                }
+            })
+        }
+        return CrossAttention(keys: keys, values: values, frames: parts.flatMap(\.frames), audioFrames: longest)
+    }
+
+    /// The audios at `indices`, in that order: views when they are the first ones (the batch's
+    /// last audios ended), a copy otherwise.
+    func audios(_ indices: [Int]) throws -> CrossAttention {
+        if indices == Array(0..<batch) { return self }
+        let picked = indices.map { frames[$0] }
+        if indices == Array(0..<indices.count) {
+            func first(_ layer: ORTValue) throws -> ORTValue {
+                try ORTValue.view(of: layer, offset: 0, shape: [indices.count] + layer.shape.dropFirst())
+            }
+            return CrossAttention(keys: try keys.map(first), values: try values.map(first), frames: picked, audioFrames: audioFrames)
+        }
+        func gathered(_ layers: [ORTValue]) throws -> [ORTValue] {
+            try layers.map { layer in
+                let shape = layer.shape, block = shape.dropFirst().reduce(1, *), source = layer.floats()
+                return try ORTValue.floats([indices.count] + shape.dropFirst()) { out in
+                    for (to, from) in indices.enumerated() {
+                        _ = UnsafeMutableBufferPointer(rebasing: out[(to * block)..<((to + 1) * block)]).initialize(from: source[(from * block)..<((from + 1) * block)])
+                    }
+                }
+            }
+        }
+        return CrossAttention(keys: try gathered(keys), values: try gathered(values), frames: picked, audioFrames: audioFrames)
+    }
 
     /// A (layers, batch, …) tensor with its batch rows taken in `rows` order.
     static func gather(_ value: ORTValue, batch: Int, rows: [Int]) throws -> ORTValue {

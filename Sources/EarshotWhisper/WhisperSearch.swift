@@ -44,8 +44,9 @@ struct WhisperHypothesis: Sendable, Hashable {
 }
 
 /// Beam search, greedy search and sampling over ``WhisperGraphs``, with OpenAI's logit rules:
-/// special and non-speech tokens suppressed, and neither a blank nor end-of-text first.
-struct WhisperSearch {
+/// special and non-speech tokens suppressed, and neither a blank nor end-of-text first. Several
+/// decodes' searches can run in lockstep, one decoder call per step for all their sequences.
+struct WhisperSearch: Sendable {
     let graphs: WhisperGraphs
     let options: WhisperSearchOptions
     let bias: ContextBias?
@@ -62,95 +63,169 @@ struct WhisperSearch {
             + (0..<vocabulary.endOfText).filter { vocabulary.bytes[$0].isEmpty }
     }
 
-    /// What the first decoder call gave besides the first logits.
+    /// What the first decoder call gave a decode besides its first logits.
     struct Start {
+        /// The call over the initial tokens of every decode started with it (one row each).
         let step: DecoderStep
+        /// This decode's row in it.
+        let row: Int
         /// Probability of the no-speech token at the start-of-transcript position.
         let noSpeechProbability: Double
     }
 
-    /// Runs the prompt and start-of-transcript tokens (`initial`, whose start-of-transcript is at
-    /// `sotIndex`) through the decoder once.
-    func start(_ initial: [Int], sotIndex: Int, cross: CrossAttention) throws -> Start {
-        let step = try graphs.step([initial], cache: nil, cross: cross)
-        let row = step.logits(sequence: 0, position: sotIndex)
-        let probabilities = Self.logSoftmax(Array(row))
-        return Start(step: step, noSpeechProbability: exp(probabilities[graphs.vocabulary.noSpeech]))
+    /// Runs each decode's prompt and start-of-transcript tokens (`initials`, all of one length;
+    /// decode i's start-of-transcript at `sotIndices[i]`, its audio i of `cross`) through the
+    /// decoder in one call.
+    static func start(_ initials: [[Int]], sotIndices: [Int], cross: CrossAttention, graphs: WhisperGraphs) throws -> [Start] {
+        let step = try graphs.step(initials, cache: nil, cross: cross)
+        return sotIndices.enumerated().map { row, sotIndex in
+            let probabilities = logSoftmax(Array(step.logits(sequence: row, position: sotIndex)))
+            return Start(step: step, row: row, noSpeechProbability: exp(probabilities[graphs.vocabulary.noSpeech]))
+        }
     }
 
-    /// The sequences found at `temperature`, best first.
-    func run(from start: Start, initialCount: Int, cross: CrossAttention, temperature: Double) throws -> [WhisperHypothesis] {
-        let width = temperature > 0 ? max(1, options.bestOf) : max(1, options.beamSize)
-        let sampling = temperature > 0
-        let wanted = sampling ? width : max(1, Int((Double(width) * options.patience).rounded()))
-        var random = SplitMix64(seed: options.seed &+ UInt64(temperature * 1000))
-
+    /// One decode's search in progress.
+    struct Progress {
         struct Live {
             var hypothesis: WhisperHypothesis
+            /// Its row in the current decoder call.
             var row: Int
             var biasStates: [Int]
         }
-        let rootStates = bias.map { [$0.root] } ?? []
-        var live = [Live(hypothesis: WhisperHypothesis(tokens: [], logProbabilities: [], sumLogProbability: 0, finished: false),
-                         row: 0, biasStates: rootStates)]
-        if sampling { live = Array(repeating: live[0], count: width) }
+        var live: [Live]
         var finished: [WhisperHypothesis] = []
-        var step = start.step
-        var position = initialCount - 1
-        let budget = min(options.maxTokens, graphs.textContext - initialCount - 1)
+        var random: SplitMix64
+        var done = false
+    }
 
-        for index in 0..<max(1, budget) {
-            struct Candidate {
-                var source: Int
-                var token: Int
-                var logProbability: Double
-                var sum: Double
-            }
-            var candidates: [Candidate] = []
-            for (sourceIndex, sequence) in live.enumerated() {
-                var logits = Array(step.logits(sequence: sequence.row, position: position))
-                suppress(&logits, first: index == 0)
-                // The model's own log probabilities are reported; the search ranks by the biased ones.
-                let unbiased = bias == nil ? nil : logits
-                let model = Self.logNormaliser(logits)
-                bias?.boost(&logits, states: sequence.biasStates, atStart: index == 0)
-                let ranking = bias == nil ? model : Self.logNormaliser(logits)
-                let picked = sampling ? [Self.sample(logits, temperature: temperature, using: &random)] : Self.top(logits, count: width + 1)
-                for token in picked {
-                    let ranked = Double(logits[token] - ranking)
-                    candidates.append(Candidate(source: sourceIndex, token: token, logProbability: Double((unbiased?[token] ?? logits[token]) - model),
-                                                sum: sequence.hypothesis.sumLogProbability + ranked))
+    /// Runs searches at `temperature` and hands each one's sequences, best first, to `found` as
+    /// soon as it ends. Search i decodes audio i of `cross` from `starts[i]` (rows of one first
+    /// call, `initialCount` tokens each); all advance together, one decoder call per step for the
+    /// sequences of every search still going (each audio's rows padded to the widest with copies,
+    /// whose results are not read).
+    static func run(_ searches: [WhisperSearch], from starts: [Start], initialCount: Int, cross: CrossAttention, temperature: Double,
+                    found: (Int, [WhisperHypothesis]) -> Void) throws {
+        precondition(searches.count == starts.count && searches.count == cross.batch, "one start and one audio per search")
+        guard let graphs = searches.first?.graphs else { return }
+        var progress = zip(searches, starts).map { $0.begin(row: $1.row, temperature: temperature) }
+        var step = starts[0].step
+        var position = initialCount - 1
+        let budget = max(1, searches.map { min($0.options.maxTokens, graphs.textContext - initialCount - 1) }.max() ?? 1)
+        var active = Array(searches.indices)
+        // The audios of the searches still going, in `active`'s order.
+        var audios = cross
+        for index in 0..<budget {
+            let current = step, at = position, searching = active
+            progress.withUnsafeMutableBufferPointer { states in
+                let states = UncheckedBuffer(states)
+                let each: @Sendable (Int) -> Void = { k in
+                    let search = searching[k]
+                    searches[search].advance(&states.buffer[search], step: current, position: at, index: index, temperature: temperature)
                 }
+                // Each search's candidates on a thread of its own (the scoring of a row's logits
+                // is as long as the decoder call's share of that row).
+                if active.count > 1 { DispatchQueue.concurrentPerform(iterations: active.count, execute: each) } else { each(0) }
             }
-            if !sampling { candidates.sort { $0.sum > $1.sum } }
-            var next: [Live] = []
-            for candidate in candidates {
-                var sequence = live[candidate.source]
-                sequence.hypothesis.sumLogProbability = candidate.sum
-                if candidate.token == graphs.vocabulary.endOfText {
-                    sequence.hypothesis.finished = true
-                    if finished.count < wanted { finished.append(sequence.hypothesis) }
-                    continue
+            let going = active.filter { search in
+                let budgetLeft = index < min(searches[search].options.maxTokens, graphs.textContext - initialCount - 1) - 1
+                if !budgetLeft { progress[search].done = true }
+                if progress[search].done { found(search, searches[search].ranked(progress[search])) }
+                return !progress[search].done
+            }
+            if going.isEmpty { return }
+            let width = going.map { progress[$0].live.count }.max() ?? 1
+            var rows: [Int] = [], tokens: [[Int]] = []
+            for (slot, search) in going.enumerated() {
+                let live = progress[search].live
+                for index in 0..<(going.count == 1 ? live.count : width) {
+                    let sequence = live[min(index, live.count - 1)]
+                    rows.append(sequence.row)
+                    tokens.append([sequence.hypothesis.tokens.last!])
                 }
-                sequence.hypothesis.tokens.append(candidate.token)
-                sequence.hypothesis.logProbabilities.append(candidate.logProbability)
-                sequence.biasStates = bias?.advance(sequence.biasStates, with: candidate.token) ?? []
-                // `sequence.row` is still its row in this step's batch: the next step's cache takes it.
-                next.append(sequence)
-                // A beam keeps its `width` best; ends found below them do not count (OpenAI's rule).
-                if !sampling && next.count == width { break }
+                for index in live.indices { progress[search].live[index].row = slot * width + index }
             }
-            live = next
-            if live.isEmpty || (!sampling && finished.count >= wanted) { break }
-            if index == budget - 1 { break }
-            let rows = live.map(\.row)
             let cache = try step.cache.reordered(rows)
-            step = try graphs.step(live.map { [$0.hypothesis.tokens.last!] }, cache: cache, cross: cross)
-            for index in live.indices { live[index].row = index }
+            // A search that ends takes its audio out of the batch (a copy of the others', once).
+            if going != active { audios = try audios.audios(going.map { active.firstIndex(of: $0)! }) }
+            step = try graphs.step(tokens, cache: cache, cross: audios)
+            active = going
             position = 0
         }
-        let all = finished + live.map(\.hypothesis)
-        return all.sorted { $0.score(lengthPenalty: options.lengthPenalty) > $1.score(lengthPenalty: options.lengthPenalty) }
+    }
+
+    /// The sequences found at `temperature` from `start` (of a first call over this decode alone), best first.
+    func run(from start: Start, initialCount: Int, cross: CrossAttention, temperature: Double) throws -> [WhisperHypothesis] {
+        var result: [WhisperHypothesis] = []
+        try Self.run([self], from: [start], initialCount: initialCount, cross: cross, temperature: temperature) { result = $1 }
+        return result
+    }
+
+    /// A search's sequences, ended and still going, best first.
+    private func ranked(_ progress: Progress) -> [WhisperHypothesis] {
+        (progress.finished + progress.live.map(\.hypothesis)).sorted {
+            $0.score(lengthPenalty: options.lengthPenalty) > $1.score(lengthPenalty: options.lengthPenalty)
+        }
+    }
+
+    /// Sequences searched at `temperature` (samples above 0, beams at 0).
+    private func width(at temperature: Double) -> Int {
+        temperature > 0 ? max(1, options.bestOf) : max(1, options.beamSize)
+    }
+
+    private func begin(row: Int, temperature: Double) -> Progress {
+        let root = Progress.Live(hypothesis: WhisperHypothesis(tokens: [], logProbabilities: [], sumLogProbability: 0, finished: false),
+                                 row: row, biasStates: bias.map { [$0.root] } ?? [])
+        return Progress(live: Array(repeating: root, count: temperature > 0 ? width(at: temperature) : 1),
+                        random: SplitMix64(seed: options.seed &+ UInt64(temperature * 1000)))
+    }
+
+    /// One step of the search: every live sequence's candidates from `step`'s logits at
+    /// `position` of its row; the survivors keep their rows (the next call's cache takes them).
+    private func advance(_ progress: inout Progress, step: DecoderStep, position: Int, index: Int, temperature: Double) {
+        let sampling = temperature > 0
+        let width = width(at: temperature)
+        let wanted = sampling ? width : max(1, Int((Double(width) * options.patience).rounded()))
+        struct Candidate {
+            var source: Int
+            var token: Int
+            var logProbability: Double
+            var sum: Double
+        }
+        var candidates: [Candidate] = []
+        for (sourceIndex, sequence) in progress.live.enumerated() {
+            var logits = Array(step.logits(sequence: sequence.row, position: position))
+            suppress(&logits, first: index == 0)
+            // The model's own log probabilities are reported; the search ranks by the biased ones.
+            let unbiased = bias == nil ? nil : logits
+            let model = Self.logNormaliser(logits)
+            bias?.boost(&logits, states: sequence.biasStates, atStart: index == 0)
+            let ranking = bias == nil ? model : Self.logNormaliser(logits)
+            let picked = sampling ? [Self.sample(logits, temperature: temperature, using: &progress.random)] : Self.top(logits, count: width + 1)
+            for token in picked {
+                let ranked = Double(logits[token] - ranking)
+                candidates.append(Candidate(source: sourceIndex, token: token, logProbability: Double((unbiased?[token] ?? logits[token]) - model),
+                                            sum: sequence.hypothesis.sumLogProbability + ranked))
+            }
+        }
+        if !sampling { candidates.sort { $0.sum > $1.sum } }
+        var next: [Progress.Live] = []
+        for candidate in candidates {
+            var sequence = progress.live[candidate.source]
+            sequence.hypothesis.sumLogProbability = candidate.sum
+            if candidate.token == graphs.vocabulary.endOfText {
+                sequence.hypothesis.finished = true
+                if progress.finished.count < wanted { progress.finished.append(sequence.hypothesis) }
+                continue
+            }
+            sequence.hypothesis.tokens.append(candidate.token)
+            sequence.hypothesis.logProbabilities.append(candidate.logProbability)
+            sequence.biasStates = bias?.advance(sequence.biasStates, with: candidate.token) ?? []
+            next.append(sequence)
+            // A beam keeps its `width` best; ends found below them do not count (OpenAI's rule).
+            if !sampling && next.count == width { break }
+        }
+        progress.live = next
+        if next.isEmpty || (!sampling && progress.finished.count >= wanted) { progress.done = true }
     }
 
     /// OpenAI's suppression: ``suppressed``, and first, a blank or end-of-text.
@@ -209,4 +284,11 @@ struct WhisperSearch {
         }
         return weights.lastIndex { $0 > 0 } ?? 0
     }
+}
+
+/// A buffer handed to `DispatchQueue.concurrentPerform`, whose iterations each touch elements of
+/// their own.
+private struct UncheckedBuffer<Element>: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<Element>
+    init(_ buffer: UnsafeMutableBufferPointer<Element>) { self.buffer = buffer }
 }

@@ -28,7 +28,7 @@ struct WhisperVocabulary: Sendable {
     static let metadataKeys = [
         "n_vocab", "eot", "sot", "sot_prev", "sot_lm", "no_timestamps", "no_speech", "transcribe", "translate", "blank_id",
         "is_multilingual", "all_language_codes", "all_language_tokens", "non_speech_tokens", "alignment_heads", "n_mels",
-        "n_text_layer", "n_text_state", "n_text_ctx", "n_text_head",
+        "n_text_layer", "n_text_state", "n_text_ctx", "n_text_head", "version",
     ]
 
     init(tokensFile: String, metadata: (String) -> String?) throws {

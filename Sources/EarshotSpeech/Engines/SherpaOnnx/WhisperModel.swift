@@ -15,7 +15,7 @@ import Foundation
 public final class WhisperModel: @unchecked Sendable {
     // @unchecked: every stored property is a constant; `serial` serializes decodes when asked to.
 
-    /// The three files of a converted Whisper model (Scripts/models/whisper-ct2-to-sherpa-onnx.py;
+    /// The three files of a converted Whisper model (Scripts/models/whisper-ct2-to-onnx.py;
     /// the layout sherpa-onnx's exports use, the catalog's engine `sherpa-onnx-whisper`).
     public struct Files: Sendable, Hashable {
         public var encoder: String

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Convert a CTranslate2 Whisper model into the int8 ONNX layout that sherpa-onnx loads.
+"""Convert a CTranslate2 Whisper model into the int8 ONNX graphs Earshot's decoder runs.
+
+The layout began as sherpa-onnx's (the encoder's outputs and metadata keys are still its own);
+since version 3 the decoder takes each layer's cross-attention K/V as inputs of their own and
+batches audios, which sherpa-onnx cannot drive.
 
 Input: a CTranslate2 model directory (model.bin in binary format v5/v6, vocabulary.txt,
 config.json), as shipped by faster-whisper style packages.  Output, in OUT_DIR:
@@ -10,15 +14,21 @@ config.json), as shipped by faster-whisper style packages.  Output, in OUT_DIR:
                                        each layer's K transposed: head h's rows at h*d_head
               n_layer_cross_v          (n_text_layer, N, n_text_head * T/2, d_head)
                                        each layer's V by head: head h's T/2 rows at h*T/2
-      (sherpa-onnx passes both to the decoder as they are and never reads their shape)
-      metadata: every key sherpa-onnx's OfflineWhisperModel reads (n_mels, n_text_*, sot, eot,
+      metadata: the keys sherpa-onnx's OfflineWhisperModel reads (n_mels, n_text_*, sot, eot,
       sot_sequence, all_language_tokens/codes, no_timestamps, ...) plus the token-timestamp keys
-      n_alignment_heads and alignment_heads ("layer:head,...") and version "2".
+      n_alignment_heads and alignment_heads ("layer:head,...") and version "3".
 
   PREFIX-decoder.int8.onnx
       inputs  tokens (N, n) int64, in_n_layer_self_k_cache, in_n_layer_self_v_cache
-              (n_text_layer, N, >= offset, n_text_state), n_layer_cross_k, n_layer_cross_v,
-              offset (1,) int64
+              (n_text_layer, N, >= offset, n_text_state),
+              cross_k_0 .. cross_k_{L-1}   (A, n_text_state, T/2): layer i of n_layer_cross_k
+              cross_v_0 .. cross_v_{L-1}   (A, n_text_head * T/2, d_head): layer i of n_layer_cross_v
+              offset (1,) int64,
+              cross_frames (A,) int64: each audio's encoder frames (T/2 for one audio alone)
+      The cross K/V may hold A audios for N = A * R token rows: audio a's R rows are a*R .. a*R + R - 1
+      (a beam, samples, or one session of a batch); each audio's frames past cross_frames[a] (the
+      padding of a shorter audio batched with longer ones) get no attention.  Layer i of the
+      encoder's output is contiguous, so a caller passes it without a copy.
       outputs logits                   (N, n, n_vocab)
               out_n_layer_self_k_cache, out_n_layer_self_v_cache
                                        (n_text_layer, N, offset + n, n_text_state)
@@ -44,6 +54,11 @@ per-channel scales) and, on top of that:
     dynamically quantized decoder state with it (DynamicQuantizeLinear + MatMulInteger, u8 x u8:
     exact on every CPU -- u8 x s8 on AVX2 without VNNI sums pairs in saturating int16 and
     corrupted ~30 % of base's logits, 3 errors in 71 LibriVox words instead of fp32's 1);
+  * the decoder's dynamically quantized products quantize each row on its own: the row is divided
+    by its largest magnitude and a constant row (-1, 1, 0, ...) is appended, so the tensor-wide
+    range DynamicQuantizeLinear takes is always [-1, 1].  Rows of other sequences -- other beams,
+    other sessions' audio in a batch -- then change nothing of a row's result (with one scale
+    per tensor, one session's loud activations coarsened another's: argmax flips in a test);
   * decoder MatMul weights use 7 of their 8 bits (reduce_range: no int16 saturation either), and
     in each decoder layer the 8 fc2 input units with the largest ||fc1 row * ln gamma|| are
     multiplied in float (base's layer-2 unit 560 reaches ~180 where 99 % stay below 0.2 and
@@ -69,7 +84,7 @@ byte-identical files (intermediate files live in a private temporary directory w
 never reaches the output).
 
 Usage:
-  whisper-ct2-to-sherpa-onnx.py --model-dir CT2_DIR --out-dir OUT --name base [--prefix base]
+  whisper-ct2-to-onnx.py --model-dir CT2_DIR --out-dir OUT --name base [--prefix base]
                                 [--fp32-dir DIR]
 """
 
@@ -91,7 +106,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
 IR_VERSION = 8
-PRODUCER = "earshot-whisper-ct2-to-sherpa-onnx"
+PRODUCER = "earshot-whisper-ct2-to-onnx"
 FC2_OUTLIERS = 8  # decoder fc2 hidden units per layer multiplied in float (see Graph.mlp_block)
 
 
@@ -159,9 +174,10 @@ def f32(a):
 class Graph:
     """Collects nodes and initializers; every generated name is numbered, so it is deterministic."""
 
-    def __init__(self, name, half_storage):
+    def __init__(self, name, half_storage, rowwise=False):
         self.name = name
         self.half_storage = half_storage
+        self.rowwise = rowwise
         self.nodes, self.inits = [], []
         self.counter = 0
         self.consts = {}
@@ -210,11 +226,39 @@ class Graph:
         return self.op("LayerNormalization", [x, g, b], axis=-1, epsilon=1e-5)
 
     def linear(self, x, w, b, name):
-        """x @ w.T + b with w in (out, in) layout, like torch and CTranslate2."""
-        y = self.op("MatMul", [x, self.init(name + ".weight_t", f32(w).T)])
+        """x @ w.T + b with w in (out, in) layout, like torch and CTranslate2.
+
+        In a rowwise graph (the decoder) the product goes through ``rowwise_input`` first, so its
+        dynamic quantization is per row (the float `fc2_outlier` product needs none)."""
+        if self.rowwise and not name.endswith("fc2_outlier"):
+            flat, rows, unflatten = self.rowwise_input(x, f32(w).shape[1])
+            y = self.op("MatMul", [flat, self.init(name + ".weight_t", f32(w).T)])
+            y = self.op("Mul", [unflatten(y, f32(w).shape[0]), rows])
+        else:
+            y = self.op("MatMul", [x, self.init(name + ".weight_t", f32(w).T)])
         if b is not None:
             y = self.op("Add", [y, self.init(name + ".bias", f32(b))])
         return y
+
+    def rowwise_input(self, x, d_in):
+        """x (N, n, d_in) as the input of a dynamically quantized MatMul whose quantization depends
+        on each row alone: every row divided by its largest magnitude, flattened, and one constant
+        row (-1, 1, 0, ...) appended, so the whole tensor's range -- which sets
+        DynamicQuantizeLinear's one scale and zero point -- is always exactly [-1, 1].  Rows of
+        other sequences in a batch (other beams, other sessions' audio) then change nothing of a
+        row's result.  Returns the input, the rows' magnitudes (N, n, 1), and a function taking
+        the MatMul's (N*n + 1, d_out) product back to (N, n, d_out) without the constant row."""
+        rows = self.op("Add", [self.op("ReduceMax", [self.op("Abs", [x])], axes=[-1], keepdims=1), self.f(1e-12)])
+        flat = self.op("Reshape", [self.op("Div", [x, rows]), self.i64([-1, d_in])])
+        pin = np.zeros((1, d_in), np.float32)
+        pin[0, 0], pin[0, 1] = -1.0, 1.0
+        flat = self.op("Concat", [flat, self.init(self.fresh("range_pin"), pin)], axis=0)
+        lead = self.op("Slice", [self.op("Shape", [x]), self.i64([0]), self.i64([-1])])
+
+        def unflatten(y, d_out):
+            y = self.op("Slice", [y, self.i64([0]), self.i64([-1]), self.i64([0])])
+            return self.op("Reshape", [y, self.op("Concat", [lead, self.i64([d_out])], axis=0)])
+        return flat, rows, unflatten
 
     def gelu(self, x):
         """Exact (erf) GELU, as Whisper uses."""
@@ -352,7 +396,7 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
     d_head = D // n_head
     scale = d_head ** -0.5
     L = dims["n_text_layer"]
-    g = Graph("whisper_decoder", half_storage=int8_embedding)
+    g = Graph("whisper_decoder", half_storage=int8_embedding, rowwise=int8_embedding)
     emb = f32(V["decoder/embeddings/weight"])  # (n_vocab, D), tied with the output projection
 
     if int8_embedding:
@@ -384,12 +428,22 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
     future = g.op("Greater", [g.op("Unsqueeze", [kpos, g.i64([0])]), g.op("Unsqueeze", [qpos, g.i64([1])])])
     mask = g.op("Where", [future, g.f(-1e9), g.f(0.0)])  # n, offset + n
 
-    # The cross-attention K/V of layer i are gathered at an index computed from `offset` (always
-    # i): with constant indices ONNX Runtime fuses the per-layer Gathers into one Split that copies
-    # every layer's K/V up front, out of cache again before the layer reads them. A Gather right
-    # before its layer measured ~5 % faster per step for tiny.en at 855 frames and no different
-    # for base (AVX2; the growing caches below gave the rest of the 10-20 %).
-    zero = g.op("Mul", [off_s, g.i64(0)])
+    # Each layer's cross-attention K/V come as inputs of their own (cross_k_i, cross_v_i), which
+    # the caller points into the encoder's one (L, A, ...) output without copying.  Gathering
+    # layer i out of that output in the graph copied every layer's K/V on every step: 2.3 of
+    # 13 ms per base step at 1500 frames for one audio, 12.4 of 43 ms for four.
+    #
+    # Several audios in one call (sessions decoded in a batch): the cross K/V hold A audios, the
+    # tokens A groups of R rows each (a beam, samples), audio a's rows at a*R .. a*R + R - 1.
+    # `cross_frames` (A,) is each audio's encoder frames; the padded frames after them get no
+    # attention, so an audio padded to a longer one's length decodes exactly as it would alone.
+    cross_shape = g.op("Shape", ["cross_k_0"])  # A, D, T/2
+    n_aud = g.op("Slice", [cross_shape, g.i64([0]), g.i64([1])])  # (1,)
+    t2 = g.op("Slice", [cross_shape, g.i64([2]), g.i64([3])])  # (1,)
+    query_shape = g.op("Concat", [n_aud, g.i64([-1, n_head, d_head])], axis=0)
+    frame = g.op("Range", [g.i64(0), g.op("Squeeze", [t2, g.i64([0])]), g.i64(1)])  # T/2
+    valid = g.op("Less", [g.op("Unsqueeze", [frame, g.i64([0])]), g.op("Unsqueeze", ["cross_frames", g.i64([1])])])  # A, T/2
+    cross_mask = g.op("Unsqueeze", [g.op("Where", [valid, g.f(0.0), g.f(-1e9)]), g.i64([1, 2])])  # A, 1, 1, T/2
 
     heads_of_layer = {}
     for layer, head in alignment_heads:
@@ -415,17 +469,20 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
         # cross attention
         h = g.layer_norm(x, V[p + "attention/layer_norm/gamma"], V[p + "attention/layer_norm/beta"], f"dec{i}.cross_ln")
         q = g.linear(h, f32(V[p + "attention/linear_0/weight"]) * scale, f32(V[p + "attention/linear_0/bias"]) * scale, f"dec{i}.cross.q")
-        layer = g.op("Add", [zero, g.i64(i)])
-        ck = g.op("Gather", ["n_layer_cross_k", layer], axis=0)
-        cv = g.op("Gather", ["n_layer_cross_v", layer], axis=0)
-        kh = g.op("Reshape", [ck, g.i64([0, n_head, d_head, -1])])  # N, H, dh, T/2
-        vh = g.op("Reshape", [cv, g.i64([0, n_head, -1, d_head])])  # N, H, T/2, dh
-        qh = g.split_heads(q, n_head, d_head, [0, 2, 1, 3])  # N, H, n, dh
-        probs = g.op("Softmax", [g.op("MatMul", [qh, kh])], axis=-1)  # N, H, n, T/2
-        a = g.op("Transpose", [g.op("MatMul", [probs, vh])], perm=[0, 2, 1, 3])  # N, n, H, dh
-        a = g.op("Reshape", [a, g.i64([0, -1, D])])
+        kh = g.op("Reshape", [f"cross_k_{i}", g.i64([0, n_head, d_head, -1])])  # A, H, dh, T/2
+        vh = g.op("Reshape", [f"cross_v_{i}", g.i64([0, n_head, -1, d_head])])  # A, H, T/2, dh
+        # each audio's R = N / A rows (and their n tokens) are one query block of R*n rows
+        qh = g.op("Transpose", [g.op("Reshape", [q, query_shape])], perm=[0, 2, 1, 3])  # A, H, R*n, dh
+        scores = g.op("Add", [g.op("MatMul", [qh, kh]), cross_mask])
+        probs = g.op("Softmax", [scores], axis=-1)  # A, H, R*n, T/2
+        a = g.op("Transpose", [g.op("MatMul", [probs, vh])], perm=[0, 2, 1, 3])  # A, R*n, H, dh
+        a = g.op("Reshape", [a, g.op("Shape", [q])])  # N, n, D
         if i in heads_of_layer:
-            align.append(g.op("Gather", [probs, g.i64(heads_of_layer[i])], axis=1))  # N, heads, n, T/2
+            picked = g.op("Gather", [probs, g.i64(heads_of_layer[i])], axis=1)  # A, heads, R*n, T/2
+            h_i = len(heads_of_layer[i])
+            by_row = g.op("Reshape", [picked, g.op("Concat", [g.i64([0, h_i, -1]), n_tok, t2], axis=0)])  # A, heads, R, n, T/2
+            by_row = g.op("Transpose", [by_row], perm=[0, 2, 1, 3, 4])  # A, R, heads, n, T/2
+            align.append(g.op("Reshape", [by_row, g.op("Concat", [g.i64([-1, h_i]), n_tok, t2], axis=0)]))  # N, heads, n, T/2
         a = g.linear(a, V[p + "attention/linear_2/weight"], V[p + "attention/linear_2/bias"], f"dec{i}.cross.out")
         x = g.op("Add", [x, a])
         x = g.mlp_block(x, V, p, f"dec{i}", n_outlier=FC2_OUTLIERS if int8_embedding else 0)
@@ -436,9 +493,10 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
         # points subtracted by MatMulInteger): the 8-bit matrix is the only copy in memory.  Float
         # logits from a float16 table measured no better (1 of 71 words wrong either way) but hold
         # ~106 MB more for base in every loaded recognizer and take ~30 % longer per step.
-        xq, xs, xz = g.op("DynamicQuantizeLinear", [x], n_out=3)
+        flat, rows, unflatten = g.rowwise_input(x, D)
+        xq, xs, xz = g.op("DynamicQuantizeLinear", [flat], n_out=3)
         acc = g.op("Cast", [g.op("MatMulInteger", [xq, qT, xz, zp])], to=TensorProto.FLOAT)
-        g.op("Mul", [acc, g.op("Mul", [sc, xs])], out="logits")
+        g.op("Mul", [g.op("Mul", [unflatten(acc, dims["n_vocab"]), rows]), g.op("Mul", [sc, xs])], out="logits")
     else:
         g.op("MatMul", [x, g.init("token_embedding.weight_t", emb.T)], out="logits")
     # The caches grow by the new tokens: (L, N, offset + n, D), only the positions so far. sherpa-onnx
@@ -456,9 +514,10 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
         [helper.make_tensor_value_info("tokens", TensorProto.INT64, ["n_audio", "n_tokens"]),
          helper.make_tensor_value_info("in_n_layer_self_k_cache", TensorProto.FLOAT, cache_in_shape),
          helper.make_tensor_value_info("in_n_layer_self_v_cache", TensorProto.FLOAT, cache_in_shape),
-         helper.make_tensor_value_info("n_layer_cross_k", TensorProto.FLOAT, cross_k_shape(dims)),
-         helper.make_tensor_value_info("n_layer_cross_v", TensorProto.FLOAT, cross_v_shape(dims)),
-         helper.make_tensor_value_info("offset", TensorProto.INT64, [1])],
+         *[helper.make_tensor_value_info(f"cross_{kv}_{i}", TensorProto.FLOAT, shape(dims)[1:])
+           for kv, shape in (("k", cross_k_shape), ("v", cross_v_shape)) for i in range(L)],
+         helper.make_tensor_value_info("offset", TensorProto.INT64, [1]),
+         helper.make_tensor_value_info("cross_frames", TensorProto.INT64, ["n_cross_audio"])],
         # sherpa-onnx binds the outputs by position: the attention weights must be the 4th
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n_audio", "n_tokens", dims["n_vocab"]]),
          helper.make_tensor_value_info("out_n_layer_self_k_cache", TensorProto.FLOAT, cache_out_shape),
@@ -552,7 +611,7 @@ def make_metadata(dims, vocab, config, name, alignment_heads, multilingual=None)
     non_speech = sorted(int(i) for i in config.get("suppress_ids", []) if int(i) < eot)
     return {
         "model_type": f"whisper-{name}",
-        "version": "2",  # 2 = decoder has the cross_attention_weights output
+        "version": "3",  # 2: the decoder has the cross_attention_weights output; 3: batches audios (cross_frames)
         "maintainer": "k2-fsa",
         **dims,
         "sot_sequence": ",".join(map(str, sot_sequence)),
@@ -659,7 +718,7 @@ def main(argv=None):
     try:
         convert(args.model_dir, args.out_dir, args.name, args.prefix, args.fp32_dir)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
-        print(f"whisper-ct2-to-sherpa-onnx: error: {e!r}", file=sys.stderr)
+        print(f"whisper-ct2-to-onnx: error: {e!r}", file=sys.stderr)
         return 1
     return 0
 

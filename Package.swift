@@ -85,7 +85,8 @@ let package = Package(
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
         .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),
-        .executableTarget(name: "vs-faster-whisper", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/vs-faster-whisper"),
+        .executableTarget(name: "vs-peers", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/vs-peers"),
+        .executableTarget(name: "quantization", dependencies: ["EarshotWhisper", "EarshotWire", "TestSupport"], path: "Benchmarks/quantization"),
         .executableTarget(name: "wyoming-latency", dependencies: ["EarshotSystem", "TestSupport"], path: "Benchmarks/wyoming-latency"),
         .executableTarget(name: "speech-bench", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotWire", "EarshotSystem", "TestSupport"], path: "Benchmarks/speech-bench"),
 

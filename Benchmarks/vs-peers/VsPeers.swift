@@ -1,35 +1,39 @@
-// vs-faster-whisper: Earshot against faster-whisper on the same CTranslate2 weights (issue 10,
-// item 5), both warm, interleaved, 2 threads each; every figure beside its baseline in one run.
+// vs-peers: Earshot against its peers on the same CTranslate2 weights (issues 10 and 29), all warm,
+// interleaved, 2 threads each; every figure beside its baselines in one run.
 //
-//     Benchmarks/vs-faster-whisper.sh [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N]
-//                                     [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
-//                                     [--unprompted] [--texts DIR]
+//     Benchmarks/vs-peers.sh [--runs N] [--repeats N] [--sentences N] [--models tiny.en,base] [--inference-threads N]
+//                            [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
+//                            [--unprompted] [--texts DIR]
 //
 // --analysis sets [Analysis] keys of Earshot's daemon (e.g. RecordingWindowSec=0,BatchThreads=0).
 // --baseline-earshotd (another build, e.g. main's) and/or --baseline-analysis (other [Analysis]
-// keys for the same build) add a third engine, for ratios before/after a change in the same run.
+// keys for the same build) add another engine, for ratios before/after a change in the same run.
 // --unprompted adds faster-whisper without its prompt (condition_on_previous_text=False, on the
 // same worker): how much of its WER on the long recording comes from decoding each window with the
-// text before it, which Earshot's windows do not have. --texts writes every engine's text of every
-// file set into DIR (ENGINE-MODEL-SET.txt), for reading the errors behind a WER.
+// text before it. --texts writes every engine's text of every file set into DIR
+// (ENGINE-MODEL-SET.txt), for reading the errors behind a WER.
 //
-// Earshot: the release earshotd (its default InferenceThreads, or --inference-threads; a recording's
-// segments decode two at a time on 2 cores either way) on a catalog holding one Whisper asset (the
-// embedded one, re-signed with a throwaway key), and one `earshot transcribe FILE` per file.
-// faster-whisper: one warm worker process (faster-whisper-worker.py; int8), at its defaults (beam 5,
-// condition_on_previous_text) and at beam 1. Time is wall
-// time per file set; CPU seconds are the daemon's (with its engine process's) plus the CLI's, and
-// the worker's (/proc, getrusage); peak RSS is each model holder's VmHWM (earshotd's and its engine
-// process's added up). vs-faster-whisper.sh provides the virtual environment and
-// the CTranslate2 directories.
+// Earshot: the release earshotd (its default InferenceThreads, or --inference-threads) on a catalog
+// holding one Whisper asset (the embedded one, re-signed with a throwaway key), and one
+// `earshot transcribe FILE` per file. faster-whisper: one warm worker process
+// (faster-whisper-worker.py; int8) at its defaults (beam 5, condition_on_previous_text) and at
+// beam 1, and another in float32 at its defaults (the float reference pipeline). whisper.cpp: one
+// warm worker (whisper-cpp-worker.py, the pywhispercpp wheel's libwhisper) on a ggml file of the
+// same weights in float16, as its command line decodes (beam 5). Time is wall time per file set;
+// CPU seconds are the daemon's (with its engine process's) plus the CLI's, and each worker's
+// (/proc, getrusage); peak RSS is each model holder's VmHWM (earshotd's and its engine process's
+// added up). vs-peers.sh provides the virtual environment, the CTranslate2 and ggml models and
+// the sonnet.
 import EarshotSystem
 import EarshotWire
 import Foundation
 import TestSupport
 
 struct Options {
-    let python, worker, ct2, scratch: String
+    let python, worker, whisperCppWorker, ct2, ggml, sonnet, scratch: String
     let runs, repeats: Int
+    /// Synthesized sentences (nil: all).
+    let sentences: Int?
     /// Earshot's `[Analysis] InferenceThreads` (nil: the daemon's default).
     let inferenceThreads: Int?
     let models: [WhisperBenchModel]
@@ -44,13 +48,16 @@ struct Options {
     let texts: String?
 
     init(_ arguments: [String]) {
-        let options = BenchmarkOptions(arguments, names: ["python", "worker", "ct2", "scratch", "runs", "repeats", "models", "inference-threads", "analysis", "baseline-earshotd", "baseline-analysis", "texts"],
+        let options = BenchmarkOptions(arguments, names: ["python", "worker", "whisper-cpp-worker", "ct2", "ggml", "sonnet", "scratch", "runs", "repeats", "sentences", "models",
+                                                          "inference-threads", "analysis", "baseline-earshotd", "baseline-analysis", "texts"],
                                        flags: ["unprompted"],
-                                       required: ["python", "worker", "ct2", "scratch"],
-                                       usage: "usage: vs-faster-whisper --python PY --worker SCRIPT --ct2 DIR --scratch DIR [--runs N] [--repeats N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…] [--unprompted] [--texts DIR]")
-        (python, worker, ct2, scratch) = (options["python"]!, options["worker"]!, options["ct2"]!, options["scratch"]!)
+                                       required: ["python", "worker", "whisper-cpp-worker", "ct2", "ggml", "sonnet", "scratch"],
+                                       usage: "usage: vs-peers --python PY --worker SCRIPT --whisper-cpp-worker SCRIPT --ct2 DIR --ggml DIR --sonnet DIR --scratch DIR [--runs N] [--repeats N] [--sentences N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…] [--unprompted] [--texts DIR]")
+        (python, worker, whisperCppWorker) = (options["python"]!, options["worker"]!, options["whisper-cpp-worker"]!)
+        (ct2, ggml, sonnet, scratch) = (options["ct2"]!, options["ggml"]!, options["sonnet"]!, options["scratch"]!)
         runs = options.positive("runs", default: 3)
         repeats = options.positive("repeats", default: 13)
+        sentences = options["sentences"].map { _ in options.positive("sentences", default: 1) }
         inferenceThreads = options["inference-threads"].map { _ in options.positive("inference-threads", default: 1) }
         models = options.models
         baseline = options["baseline-earshotd"]
@@ -136,22 +143,41 @@ struct Engine {
     let run: ([String]) async throws -> (seconds: Double, cpu: Double, text: [String])
 }
 
+/// A file set: its short key (for --texts), what it is, its files and their references.
+struct FileSet {
+    let key: String
+    let name: String
+    let files: [EvaluationSets.File]
+    var words: Int { files.map { WordErrorRate.words($0.reference).count }.reduce(0, +) }
+}
+
 @main
-enum VsFasterWhisper {
+enum VsPeers {
     static func main() async throws {
         let options = Options(CommandLine.arguments)
-        let directory = try TempDirectory("vsfw")
+        let directory = try TempDirectory("vspeers")
         defer { directory.remove() }
         let longPath = options.scratch + "/librivox-\(options.repeats)x.wav"
         let longReference = try LibriVox.writeRecording(to: longPath, repeats: options.repeats, silence: 0.5)
         let references = try WordErrorRate.librivoxReferences()
-        let sets: [(name: String, files: [String], references: [String])] = [
-            ("5 LibriVox utterances (3–7 s, one call each)", LibriVox.ids.map(LibriVox.path), LibriVox.ids.map { references[$0] ?? "" }),
-            ("\(String(format: "%.1f", Double((try FileManager.default.attributesOfItem(atPath: longPath)[.size] as? Int ?? 44) - 44) / 32000 / 60)) min recording (the utterances \(options.repeats)×, 0.5 s gaps)", [longPath], [longReference]),
+        let speech = options.scratch + "/licence-speech"
+        try FileManager.default.createDirectory(atPath: speech, withIntermediateDirectories: true)
+        let synthetic = try EvaluationSets.synthetic(in: speech, count: options.sentences ?? Int.max)
+        let sentences = synthetic.map { $0.reference }.joined(separator: " ").filter { ".;:".contains($0) }.count
+        let minutes = Double((try FileManager.default.attributesOfItem(atPath: longPath)[.size] as? Int ?? 44) - 44) / 32000 / 60
+        let sets = [
+            FileSet(key: "utterances", name: "5 LibriVox utterances (3–7 s, one call each)",
+                    files: LibriVox.ids.map { EvaluationSets.File(path: LibriVox.path($0), reference: references[$0] ?? "") }),
+            FileSet(key: "readings", name: "2 other readers (Dickens 44 s, Beckett 10 s)", files: try EvaluationSets.readings(in: options.scratch)),
+            FileSet(key: "sonnet", name: "Shakespeare's Sonnet I (LibriVox, 53 s)", files: try EvaluationSets.sonnet(in: options.sonnet)),
+            FileSet(key: "synthetic", name: "espeak-ng: \(sentences) licence sentences in \(synthetic.count) files", files: synthetic),
+            FileSet(key: "recording", name: String(format: "%.1f min recording (the utterances %d×, 0.5 s gaps)", minutes, options.repeats),
+                    files: [EvaluationSets.File(path: longPath, reference: longReference)]),
         ]
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
-        say("vs-faster-whisper: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
-        say("  faster-whisper 1.2.1: int8, one worker process, at its defaults (beam 5, previous text as prompt) and at beam 1; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")\(options.analysis.map { ", " + $0 }.joined())) + `earshot transcribe FILE` per file")
+        say("vs-peers: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
+        say("  faster-whisper 1.2.1: int8 at its defaults (beam 5, previous text as prompt) and at beam 1, float32 at its defaults (float reference); whisper.cpp (pywhispercpp 1.5.1): float16 ggml, beam 5")
+        say("  Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")\(options.analysis.map { ", " + $0 }.joined())) + `earshot transcribe FILE` per file")
         if let baseline = options.baselineAnalysis { say("  Earshot baseline: [Analysis] \(baseline.joined(separator: ", "))") }
         let cli = BuiltProducts.path("earshot")
 
@@ -177,34 +203,42 @@ enum VsFasterWhisper {
                     let start = ContinuousClock.now
                     var texts: [String] = []
                     for file in files {
-                        let run = try await ChildProcess.run(cli, ["--socket", daemon.socket, "transcribe", file], in: daemon.directory, timeout: .seconds(600))
+                        let run = try await ChildProcess.run(cli, ["--socket", daemon.socket, "transcribe", file], in: daemon.directory, timeout: .seconds(900))
                         guard run.status == 0 else { fail("earshot transcribe \(file): \(run.stderr)") }
                         texts.append(run.stdout)
                     }
                     return (elapsed(since: start), cpuSeconds(daemon.child.pid) + childrenCPUSeconds() - cpu0, texts)
                 })
             }
-            // One warm worker holding the model, answering {"text": …} per path.
-            let worker = try await BlockingWork.run("worker") {
-                try LineWorker(options.python, [options.worker, options.ct2 + "/" + model.ct2, "2"], name: "faster-whisper", awaitsReady: true)
+            let peers = engines.count
+            // Warm workers holding the model, answering {"text": …} per path.
+            func worker(_ name: String, _ arguments: [String]) async throws -> LineWorker {
+                try await BlockingWork.run("worker") { try LineWorker(options.python, arguments, name: name, awaitsReady: true) }
             }
-            let fasterWhisper = engines.count
-            // faster-whisper at its defaults (beam 5, each window prompted with the text before it),
-            // at beam 1, and (--unprompted) at beam 5 without the prompt.
-            let variants = [("faster-whisper", 5, true), ("fw beam 1", 1, true)] + (options.unprompted ? [("fw unprompted", 5, false)] : [])
-            for (name, beam, prompted) in variants {
-                engines.append(Engine(name: name, pid: worker.pid) { files in
-                    try await BlockingWork.run("faster-whisper") {
+            let int8 = try await worker("faster-whisper", [options.worker, options.ct2 + "/" + model.ct2, "2"])
+            let float = try await worker("faster-whisper float32", [options.worker, options.ct2 + "/" + model.ct2, "2", "float32"])
+            let whisperCpp = try await worker("whisper.cpp", [options.whisperCppWorker, options.ggml + "/" + model.ct2 + ".bin", "2"])
+            func peer(_ name: String, _ worker: LineWorker, _ request: [String: Any]) -> Engine {
+                let request = Request(fields: request)
+                return Engine(name: name, pid: worker.pid) { files in
+                    try await BlockingWork.run(name) {
                         let cpu0 = cpuSeconds(worker.pid)
                         let start = ContinuousClock.now
-                        let texts = try files.map { try worker.ask(json: ["path": $0, "prompted": prompted, "beam": beam])["text"] as? String ?? "" }
+                        let texts = try files.map { try worker.ask(json: request.fields.merging(["path": $0]) { $1 })["text"] as? String ?? "" }
                         return (elapsed(since: start), cpuSeconds(worker.pid) - cpu0, texts)
                     }
-                })
+                }
             }
+            // faster-whisper at its defaults (beam 5, each window prompted with the text before it),
+            // at beam 1, (--unprompted) at beam 5 without the prompt, and in float32; whisper.cpp.
+            engines.append(peer("faster-whisper", int8, ["prompted": true, "beam": 5]))
+            engines.append(peer("fw beam 1", int8, ["prompted": true, "beam": 1]))
+            if options.unprompted { engines.append(peer("fw unprompted", int8, ["prompted": false, "beam": 5])) }
+            engines.append(peer("fw float32", float, ["prompted": true, "beam": 5]))
+            engines.append(peer("whisper.cpp", whisperCpp, [:]))
 
             // Warm-up: one untimed call each.
-            for engine in engines { _ = try await engine.run([sets[0].files[0]]) }
+            for engine in engines { _ = try await engine.run([sets[0].files[0].path]) }
             let loadsBefore = try await TestConnection.stats(of: daemons[0].socket).modelLoads
             var tallies = Array(repeating: Array(repeating: Tally(), count: engines.count), count: sets.count)
             for run in 0..<options.runs {
@@ -212,7 +246,7 @@ enum VsFasterWhisper {
                     // Rotate which goes first, so none always runs on a cooler machine.
                     for offset in engines.indices {
                         let engine = (run + offset) % engines.count
-                        let result = try await engines[engine].run(set.files)
+                        let result = try await engines[engine].run(set.files.map(\.path))
                         tallies[index][engine].times.append(result.seconds)
                         tallies[index][engine].cpu.append(result.cpu)
                         tallies[index][engine].text = result.text
@@ -222,33 +256,34 @@ enum VsFasterWhisper {
             let loads = try await TestConnection.stats(of: daemons[0].socket).modelLoads - loadsBefore
             let calls = options.runs * sets.map(\.files.count).reduce(0, +)
             let peaks = engines.map { ProcessMemory(pid: $0.pid).treePeak }
-            await BlockingWork.run("worker-stop") { worker.stop() }
+            await BlockingWork.run("worker-stop") { [int8, float, whisperCpp].forEach { $0.stop() } }
             for daemon in daemons { await daemon.cleanUp() }
 
             say("")
-            say("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX converted from them)")
+            say("Whisper \(model.name) (same CTranslate2 weights; Earshot's int8 ONNX and whisper.cpp's float16 ggml converted from them)")
+            var errors = Array(repeating: 0, count: engines.count), words = 0
             for (set, tally) in zip(sets, tallies) {
-                say("  \(set.name)")
-                for (engine, t) in zip(engines, tally) {
-                    say("    " + engine.name.padding(toLength: 17, withPad: " ", startingAt: 0) + String(format: "%7.2f s wall  %7.2f s CPU  WER %5.1f %%  peak RSS %4.0f MiB   runs: %@", median(t.times), median(t.cpu),
-                               LibriVox.wer(Array(zip(set.references, t.text))) * 100, Double(peaks[engines.firstIndex { $0.name == engine.name }!]) / 1048576,
-                               t.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
+                say("  \(set.name), \(set.words) words")
+                for (index, t) in tally.enumerated() {
+                    let pairs = Array(zip(set.files.map(\.reference), t.text))
+                    errors[index] += pairs.map { WordErrorRate.errors(reference: WordErrorRate.words($0.0), hypothesis: LibriVox.words($0.1)) }.reduce(0, +)
+                    say("    " + engines[index].name.padding(toLength: 17, withPad: " ", startingAt: 0) + String(format: "%7.2f s wall  %7.2f s CPU  WER %5.1f %%  peak RSS %4.0f MiB   runs: %@", median(t.times), median(t.cpu),
+                               LibriVox.wer(pairs) * 100, Double(peaks[index]) / 1048576, t.times.map { String(format: "%.2f", $0) }.joined(separator: " ")))
                 }
+                words += set.words
                 // Ratios of the same round (the engines ran back to back), median over the rounds.
-                func ratio(_ a: Int, _ b: Int) -> String {
-                    String(format: "time %.2f×, CPU %.2f×", median(zip(tally[a].times, tally[b].times).map(/)), median(zip(tally[a].cpu, tally[b].cpu).map(/)))
+                for other in 1..<engines.count where other >= peers || hasBaseline {
+                    say("    ratio Earshot / \(engines[other].name): " + String(format: "time %.2f×, CPU %.2f×", median(zip(tally[0].times, tally[other].times).map(/)),
+                                                                                median(zip(tally[0].cpu, tally[other].cpu).map(/))))
                 }
-                for (offset, variant) in variants.enumerated() {
-                    say("    ratio Earshot / \(variant.0): \(ratio(0, fasterWhisper + offset))")
-                }
-                if hasBaseline { say("    ratio Earshot / Earshot baseline: \(ratio(0, 1))") }
             }
+            say("  all sets, \(words) words: " + engines.indices.map { String(format: "%@ %.1f %%", engines[$0].name, Double(errors[$0]) / Double(words) * 100) }.joined(separator: ", "))
             if let folder = options.texts {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                for (set, tally) in zip(["utterances", "recording"], tallies) {
+                for (set, tally) in zip(sets, tallies) {
                     for (engine, t) in zip(engines, tally) {
                         let name = engine.name.lowercased().replacingOccurrences(of: " ", with: "-")
-                        try (t.text.joined(separator: "\n") + "\n").write(toFile: "\(folder)/\(name)-\(model.name)-\(set).txt", atomically: true, encoding: .utf8)
+                        try (t.text.joined(separator: "\n") + "\n").write(toFile: "\(folder)/\(name)-\(model.name)-\(set.key).txt", atomically: true, encoding: .utf8)
                     }
                 }
                 say("  texts: \(folder)")
@@ -256,4 +291,10 @@ enum VsFasterWhisper {
             say("  earshotd model loads during the \(calls) timed calls: \(loads) (peak RSS: over the whole run, loads included)")
         }
     }
+}
+
+/// A worker request's fields (sendable across the blocking hop: JSON values only).
+struct Request: @unchecked Sendable {
+    // @unchecked: JSON scalars, never mutated.
+    let fields: [String: Any]
 }

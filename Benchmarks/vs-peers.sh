@@ -14,7 +14,7 @@
 #                          [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
 #                          [--unprompted] [--texts DIR]
 #
-# --sentences sets how many synthesized sentences (default: all, 233); --unprompted also runs
+# --sentences sets how many synthesized sentences (default: all, 238); --unprompted also runs
 # faster-whisper without its prompt (condition_on_previous_text=False); --texts DIR keeps every
 # engine's texts there. faster-whisper==1.2.1 and pywhispercpp==1.5.1 are installed at benchmark
 # time into a virtual environment in $EARSHOT_BENCH_DIR (else $XDG_CACHE_HOME/earshot-bench, else

@@ -1,9 +1,10 @@
 // quantization: the converter's variants of each Whisper model decoded by Earshot's own decoder
 // in-process (beam 5, as final results), WER per set beside the float32 reference (issue 29).
 //
-//     Benchmarks/quantization.sh [--models tiny.en,base] [--sentences N]
+//     Benchmarks/quantization.sh [--models tiny.en,base] [--sentences N] [--tails F,F,…]
 //
-// quantization.sh converts the variants into --variants DIR/MODEL/{fp32,int8,int8-enc8,int8-enc16}
+// --tails also decodes with the shipped int8 variant appending other tails of silence (feature
+// frames; the decoder's default is 1000, 10 s). quantization.sh converts the variants into --variants DIR/MODEL/{fp32,int8,int8-enc8,int8-enc16}
 // and extracts the sonnet into --sonnet DIR.
 import EarshotWhisper
 import EarshotWire
@@ -17,14 +18,20 @@ struct Options {
     let variants, sonnet, scratch: String
     let models: [WhisperBenchModel]
     let sentences: Int?
+    /// Tails of silence (feature frames) to try on the shipped int8 variant besides the default.
+    let tails: [Int]
 
     init(_ arguments: [String]) {
-        let options = BenchmarkOptions(arguments, names: ["variants", "sonnet", "scratch", "models", "sentences"], flags: [],
-                                       required: ["variants", "sonnet", "scratch"],
-                                       usage: "usage: quantization --variants DIR --sonnet DIR --scratch DIR [--models tiny.en,base] [--sentences N]")
+        let usage = "usage: quantization --variants DIR --sonnet DIR --scratch DIR [--models tiny.en,base] [--sentences N] [--tails F,F,…]"
+        let options = BenchmarkOptions(arguments, names: ["variants", "sonnet", "scratch", "models", "sentences", "tails"], flags: [],
+                                       required: ["variants", "sonnet", "scratch"], usage: usage)
         (variants, sonnet, scratch) = (options["variants"]!, options["sonnet"]!, options["scratch"]!)
         models = options.models
         sentences = options["sentences"].map { _ in options.positive("sentences", default: 1) }
+        tails = (options["tails"] ?? "").split(separator: ",").map { text in
+            guard let frames = Int(text), (0...EngineWhisperLoad.maxTailFrames).contains(frames) else { fail(usage) }
+            return frames
+        }
     }
 }
 
@@ -48,19 +55,23 @@ enum Quantization {
             say("")
             say("Whisper \(model.name)")
             var reference: [[String]]?
-            for variant in ["fp32", "int8", "int8-enc8", "int8-enc16"] {
+            let rows = ["fp32", "int8", "int8-enc8", "int8-enc16"].map { ($0, EngineWhisperLoad.defaultTailFrames) }
+                + options.tails.filter { $0 != EngineWhisperLoad.defaultTailFrames }.map { ("int8", $0) }
+            for (variant, tail) in rows {
                 let directory = "\(options.variants)/\(model.ct2)/\(variant)"
                 let suffix = variant == "fp32" ? "" : ".int8"
                 let files = ["\(directory)/\(model.name)-encoder\(suffix).onnx", "\(directory)/\(model.name)-decoder\(suffix).onnx"]
                 let bytes = files.compactMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.reduce(0, +)
                 let decoder = try WhisperDecoder(EngineWhisperLoad(id: "", object: variant, encoder: files[0], decoder: files[1],
-                                                                   tokens: "\(directory)/\(model.name)-tokens.txt", language: "en", task: "transcribe", threads: 2))
+                                                                   tokens: "\(directory)/\(model.name)-tokens.txt", language: "en", task: "transcribe", threads: 2,
+                                                                   tailFrames: tail))
                 let start = ContinuousClock.now
                 let texts = try audio.map { set in
                     try set.map { try decoder.decode($0, EngineWhisperDecode(id: "", object: variant, sampleRate: 16000, beamSize: 5)).text }
                 }
                 let seconds = Double((ContinuousClock.now - start).components.seconds) + Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-                var line = variant.padding(toLength: 11, withPad: " ", startingAt: 0) + String(format: "%5.0f MB %7.1f s ", Double(bytes) / 1e6, seconds)
+                let label = tail == EngineWhisperLoad.defaultTailFrames ? variant : "\(variant), tail \(tail)"
+                var line = label.padding(toLength: 17, withPad: " ", startingAt: 0) + String(format: "%5.0f MB %7.1f s ", Double(bytes) / 1e6, seconds)
                 var errors = 0, words = 0, fromReference = 0
                 for (index, set) in sets.enumerated() {
                     let pairs = Array(zip(set.files.map(\.reference), texts[index]))

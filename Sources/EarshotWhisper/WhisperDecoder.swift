@@ -8,8 +8,6 @@ import Foundation
 /// model (one copy of its weights); language, task and search are per decode, so sessions of any
 /// language, task or search share it. `decode` may run on several threads at once.
 public final class WhisperDecoder: Sendable {
-    /// Feature frames of silence after the audio (Whisper needs some to write end-of-text).
-    static let tailFrames = 1000
     /// The encoder's context: 30 s of feature frames.
     static let maxFrames = 3000
     /// Prompt tokens a decode keeps (OpenAI's bound: half the text context, less one).
@@ -19,6 +17,8 @@ public final class WhisperDecoder: Sendable {
     private let features: LogMel
     private let defaultLanguage: String
     private let defaultTask: String
+    /// Feature frames of silence after each audio (Whisper needs some to write end-of-text).
+    private let tailFrames: Int
     /// Runs the first search of decodes that wait at once together.
     private let batcher: DecodeBatcher<Prepared, FirstPass>
 
@@ -29,6 +29,11 @@ public final class WhisperDecoder: Sendable {
         features = LogMel(mels: graphs.mels)
         defaultLanguage = request.language
         defaultTask = request.task
+        let tail = request.tailFrames ?? EngineWhisperLoad.defaultTailFrames
+        guard (0...EngineWhisperLoad.maxTailFrames).contains(tail) else {
+            throw WhisperModelError.unsupported("a tail of \(tail) frames is outside 0…\(EngineWhisperLoad.maxTailFrames)")
+        }
+        tailFrames = tail
         batcher = DecodeBatcher(maxBatch: Self.maxBatch, maxRunning: Self.maxRunningBatches) { [graphs] in
             Self.firstPasses($0, graphs: graphs, deliver: $1)
         }
@@ -120,7 +125,7 @@ public final class WhisperDecoder: Sendable {
 
         let mel = features.features(samples)
         let frames = min(mel.frames, Self.maxFrames - 50)
-        let padding = min(frames + Self.tailFrames, Self.maxFrames) - frames
+        let padding = min(frames + tailFrames, Self.maxFrames) - frames
         let cross = try graphs.encode(mel.values, frames: frames, padding: padding)
 
         var language: String?

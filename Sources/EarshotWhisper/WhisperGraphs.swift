@@ -19,14 +19,17 @@ final class WhisperGraphs: Sendable {
 
     private let encoder: ORTSession
     private let decoder: ORTSession
-    /// Held through every run of either graph: one run at a time uses the model's threads.
-    private let compute = NSLock()
+    /// Taken for every run of either graph: as many runs at once as the cores hold the model's
+    /// threads (2 threads on 2 cores: one; a 1-thread copy: two), so overlapping decodes take
+    /// turns instead of oversubscribing the cores.
+    private let compute: DispatchSemaphore
 
     /// Loads both graphs with `threads` threads each. Blocking.
     init(encoder encoderPath: String, decoder decoderPath: String, tokens: String, threads: Int) throws {
         for path in [encoderPath, decoderPath, tokens] where !FileManager.default.isReadableFile(atPath: path) {
             throw WhisperModelError.missingFile(path)
         }
+        compute = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, threads)))
         encoder = try ORTSession(path: encoderPath, threads: threads, metadataKeys: WhisperVocabulary.metadataKeys)
         decoder = try ORTSession(path: decoderPath, threads: threads)
         vocabulary = try WhisperVocabulary(tokensFile: tokens, metadata: encoder.metadata)
@@ -56,8 +59,15 @@ final class WhisperGraphs: Sendable {
                 for bin in 0..<mels { storage[bin * total + frame] = features[frame * mels + bin] }
             }
         }
-        let outputs = try compute.withLock { try encoder.run([("mel", mel)], outputs: ["n_layer_cross_k", "n_layer_cross_v"]) }
+        let outputs = try computing { try encoder.run([("mel", mel)], outputs: ["n_layer_cross_k", "n_layer_cross_v"]) }
         return try CrossAttention(encoded: outputs[0], values: outputs[1])
+    }
+
+    /// Runs `run` holding one of the model's ``compute`` turns. Blocking.
+    private func computing<T>(_ run: () throws -> T) rethrows -> T {
+        compute.wait()
+        defer { compute.signal() }
+        return try run()
     }
 
     /// One decoder call for `tokens` (one row per sequence, all of one length) after `cache`.
@@ -79,7 +89,7 @@ final class WhisperGraphs: Sendable {
             inputs.append(("cross_k_\(layer)", cross.keys[layer]))
             inputs.append(("cross_v_\(layer)", cross.values[layer]))
         }
-        let outputs = try compute.withLock { try decoder.run(inputs, outputs: names) }
+        let outputs = try computing { try decoder.run(inputs, outputs: names) }
         return DecoderStep(
             logits: outputs[0], tokens: count,
             cache: SelfAttentionCache(keys: outputs[1], values: outputs[2], layers: layers, batch: batch, length: cache.length + count, state: state),

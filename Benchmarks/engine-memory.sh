@@ -54,11 +54,12 @@ engine_loaded_peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$engine_pid/status")
 # translated files and a live stream, all at once.
 espeak-ng -v es -s 140 -w "$work/es.wav" "Buenos días. Mi hermano trabaja en un hospital muy grande de la ciudad." ||
   die "espeak-ng failed"
-cli transcribe "$CLIP" > /dev/null &
-cli transcribe --locale auto "$work/es.wav" > /dev/null &
-cli transcribe --locale auto --translate "$work/es.wav" > /dev/null &
-sox "$CLIP" -t raw -r 16000 -c 1 -b 16 -e signed - | cli transcribe --live --rate 16000 > /dev/null &
-wait
+mixed=()
+cli transcribe "$CLIP" > /dev/null & mixed+=($!)
+cli transcribe --locale auto "$work/es.wav" > /dev/null & mixed+=($!)
+cli transcribe --locale auto --translate "$work/es.wav" > /dev/null & mixed+=($!)
+sox "$CLIP" -t raw -r 16000 -c 1 -b 16 -e signed - | cli transcribe --live --rate 16000 > /dev/null & mixed+=($!)
+wait "${mixed[@]}" || die "a call of the mixed load failed"
 engine_mixed=$(awk '/^VmHWM:/ {print $2}' "/proc/$engine_pid/status")
 models_mixed=$("$bin/earshotctl" --socket "$work/run/earshot.sock" stats --json |
   python3 -c 'import json, sys; print(" ".join(m["key"] for m in json.load(sys.stdin)["models"]))')

@@ -19,7 +19,8 @@ public struct SpeechSettings: Sendable {
     public var batchThreads: Int
     /// Most Whisper decodes at once, daemon-wide (shared fairly between sessions) and of one session's
     /// segments: one per core, at least 4 (the engine batches up to four decodes of one model and
-    /// runs one graph at a time per model, so more in flight do not oversubscribe the cores).
+    /// runs as many graphs at once as cores over the model's threads, so more in flight do not
+    /// oversubscribe the cores).
     public var decodeSlots: Int
     /// Most seconds of a recording's consecutive segments one Whisper decode takes together
     /// (``AnalysisInput/recording``); 0: one segment a decode.

@@ -187,14 +187,12 @@ struct CrossAttention: @unchecked Sendable {
             }
             return CrossAttention(keys: try keys.map(first), values: try values.map(first), frames: picked, audioFrames: audioFrames)
         }
+        // Each layer (audio, …) as a (1, audio, …) view, so ``gather`` takes its rows.
         func gathered(_ layers: [ORTValue]) throws -> [ORTValue] {
             try layers.map { layer in
-                let shape = layer.shape, block = shape.dropFirst().reduce(1, *), source = layer.floats()
-                return try ORTValue.floats([indices.count] + shape.dropFirst()) { out in
-                    for (to, from) in indices.enumerated() {
-                        _ = UnsafeMutableBufferPointer(rebasing: out[(to * block)..<((to + 1) * block)]).initialize(from: source[(from * block)..<((from + 1) * block)])
-                    }
-                }
+                let shape = layer.shape
+                let rows = try Self.gather(try ORTValue.view(of: layer, offset: 0, shape: [1] + shape), batch: batch, rows: indices)
+                return try ORTValue.view(of: rows, offset: 0, shape: [indices.count] + shape.dropFirst())
             }
         }
         return CrossAttention(keys: try gathered(keys), values: try gathered(values), frames: picked, audioFrames: audioFrames)

@@ -58,7 +58,7 @@ mixed=()
 cli transcribe "$CLIP" > /dev/null & mixed+=($!)
 cli transcribe --locale auto "$work/es.wav" > /dev/null & mixed+=($!)
 cli transcribe --locale auto --translate "$work/es.wav" > /dev/null & mixed+=($!)
-sox "$CLIP" -t raw -r 16000 -c 1 -b 16 -e signed - | cli transcribe --live --rate 16000 > /dev/null & mixed+=($!)
+sox -D "$CLIP" -t raw -r 16000 -c 1 -b 16 -e signed - | cli transcribe --live --rate 16000 > /dev/null & mixed+=($!)
 wait "${mixed[@]}" || die "a call of the mixed load failed"
 engine_mixed=$(awk '/^VmHWM:/ {print $2}' "/proc/$engine_pid/status")
 models_mixed=$("$bin/earshotctl" --socket "$work/run/earshot.sock" stats --json |

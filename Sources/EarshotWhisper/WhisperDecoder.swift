@@ -151,7 +151,8 @@ public final class WhisperDecoder: Sendable {
 
         var promptText = request.prompt?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let phrases = (request.context ?? []).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
-        if !phrases.isEmpty { promptText += (promptText.isEmpty ? "" : " ") + phrases.joined(separator: ", ") + "." }
+        // A list, not a sentence: prompted with a full stop, a name alone was copied to the text's start.
+        if !phrases.isEmpty { promptText += (promptText.isEmpty ? "" : " ") + phrases.joined(separator: ", ") }
         var prompt = promptText.isEmpty ? [] : vocabulary.encode(" " + promptText)
         let dropped = max(0, prompt.count - Self.maxPromptTokens)
         prompt.removeFirst(dropped)

@@ -47,7 +47,7 @@ public enum PublicDomainReadings {
     }
 
     static func sox(_ arguments: [String]) throws {
-        try runTool("/usr/bin/sox", arguments)
+        try runTool(Sox.path, Sox.arguments(arguments))
     }
 
     /// Runs `executable` with `arguments` to its end (its stderr discarded); throws unless it exits 0.

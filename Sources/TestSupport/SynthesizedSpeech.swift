@@ -26,10 +26,10 @@ public struct SynthesizedSpeech: Sendable, Hashable {
     public static let spanish = SynthesizedSpeech(
         language: "es", text: "Buenos días. Mi hermano trabaja en un hospital muy grande de la ciudad.", rate: 140,
         contentWords: ["hermano", "hospital", "ciudad"], englishWords: ["brother", "hospital", "big", "city"])
-    /// Its last words ("die Nachrichten aus der Stadt") came back as "die achten Ausdächtheit"
-    /// from the whole synthesized clip once the decoder quantized each row on its own (issue 29,
-    /// session 14; the daemon's segment of the same clip, and language identification, still read
-    /// them): "stadt" was a content word until then.
+    /// Its last words ("die Nachrichten aus der Stadt") come back as "die achten Ausdächtheit" from
+    /// the whole clip resampled by the engine (libsoxr) since the decoder quantized each row on its
+    /// own (issue 29), though the same clip resampled by sox, the daemon's segment of it and
+    /// language identification still read them: "stadt" was a content word until then.
     public static let german = SynthesizedSpeech(
         language: "de", text: "Guten Morgen. Heute sprechen wir über das Wetter und die Nachrichten aus der Stadt.", rate: 140,
         contentWords: ["morgen", "heute", "sprechen"], englishWords: ["morning", "today", "weather", "city"])
@@ -54,6 +54,16 @@ public struct SynthesizedSpeech: Sendable, Hashable {
             throw SynthesisError(message: "espeak-ng -v \(language) failed (\(run.status)): \(run.stderr)")
         }
         return path
+    }
+
+    /// Speaks the sentence and converts it to 16 kHz mono samples (as Whisper takes them), the same
+    /// samples every time.
+    public func samples(in directory: TempDirectory) async throws -> [Float] {
+        let wav = try await wav(in: directory)
+        let converted = directory.file("\(language)-16k.wav")
+        let run = try await ChildProcess.run(Sox.path, Sox.arguments([wav, "-r", "16000", "-c", "1", "-b", "16", converted]), in: directory)
+        guard run.status == 0 else { throw SynthesisError(message: "sox failed (\(run.status)): \(run.stderr)") }
+        return try LibriVox.samples(converted)
     }
 
     /// Lower-cased words of `text` without punctuation.

@@ -36,8 +36,8 @@ struct LiveDisplayTests {
             let speech = sound.directory.file("three.wav")
             let references = try WordErrorRate.librivoxReferences()
             let pause = sound.directory.file("pause.wav")
-            _ = try await run("/usr/bin/sox", ["-n", "-r", "16000", "-c", "1", "-b", "16", pause, "trim", "0", "1"])
-            let joined = try await run("/usr/bin/sox", Self.clips.flatMap { [Porting.url($0).path, pause] } + [speech])
+            _ = try await run(Sox.path, Sox.arguments(["-n", "-r", "16000", "-c", "1", "-b", "16", pause, "trim", "0", "1"]))
+            let joined = try await run(Sox.path, Sox.arguments(Self.clips.flatMap { [Porting.url($0).path, pause] } + [speech]))
             try #require(joined.status == 0, "\(joined.stderr)")
 
             // A shell that Ctrl-C does not end (earshot handles SIGINT itself) writes earshot's

@@ -116,10 +116,30 @@ import TestSupport
         #expect(bounded.starts.first.map { $0 < 1 } == true, "word times start with the speech: \(bounded.starts.prefix(3))")
     }
 
+    /// Regression (sox dithered every conversion from a random seed): the rare-name count came out
+    /// 7 of 8 on one run and 6 on the next, on the same machine and build, because the same
+    /// espeak-ng sentence resampled to 16 kHz gave other samples each time.
+    @Test(.enabled(if: WhisperFixture.speechAvailable, WhisperFixture.speechMissing))
+    func soxDitherNoLongerChangesTheSamplesFromRunToRun() async throws {
+        let speech = SynthesizedSpeech(language: "en-us", text: WhisperFixture.rareNameSentences[7].0, rate: 150)
+        let first = try TempDirectory("esdither1"), second = try TempDirectory("esdither2")
+        defer {
+            first.remove()
+            second.remove()
+        }
+        let once = try await speech.samples(in: first), again = try await speech.samples(in: second)
+        #expect(once.count > 16_000)
+        #expect(once == again)
+    }
+
     /// Eight short sentences with rare names (people, places, drugs), spoken by espeak-ng: Whisper
     /// base gets almost none of the names alone, and at least seven of the eight with each
     /// sentence's names as contextual strings (the issue's goal; faster-whisper with the names as
-    /// its prompt got six). A name counts when every word of it is in the text.
+    /// its prompt got six; espeak-ng says "NYE-am" for Niamh, which Whisper hears as "Ivan"). A
+    /// name counts when every word of it is in the text, and not as the text's first word when the
+    /// sentence does not begin with it: the prompt copied to the start is not a name read (with
+    /// the phrases prompted as "Tadhg." — a sentence — the decode began "Tadhg. You too, Elaine…"
+    /// for "Ask Tadhg Ó Súilleabháin…"; they are now prompted as a list, without the full stop).
     @Test(.enabled(if: WhisperFixture.speechAvailable, WhisperFixture.speechMissing))
     func contextualStringsReadRareNames() async throws {
         let decoder = try WhisperFixture.base()
@@ -127,10 +147,14 @@ import TestSupport
         defer { directory.remove() }
         var plainRight = 0, contextRight = 0, promptRight = 0
         for (text, names) in WhisperFixture.rareNameSentences {
-            let samples = try await WhisperFixture.spoken(SynthesizedSpeech(language: "en-us", text: text, rate: 150), in: directory)
+            let samples = try await SynthesizedSpeech(language: "en-us", text: text, rate: 150).samples(in: directory)
+            let spokenFirst = SynthesizedSpeech.words(text).first
             func right(_ result: EngineWhisperResult) -> Bool {
-                let words = Set(SynthesizedSpeech.words(result.text))
-                return names.allSatisfy { SynthesizedSpeech.words($0).allSatisfy(words.contains) }
+                let read = SynthesizedSpeech.words(result.text), words = Set(read)
+                return names.allSatisfy { name in
+                    let nameWords = SynthesizedSpeech.words(name)
+                    return nameWords.allSatisfy(words.contains) && (read.first != nameWords.first || spokenFirst == nameWords.first)
+                }
             }
             let plain = try decoder.decode(samples, WhisperFixture.request())
             let biased = try decoder.decode(samples, WhisperFixture.request(context: names))
@@ -179,7 +203,7 @@ import TestSupport
         let decoder = try WhisperFixture.base()
         let directory = try TempDirectory("eswhisper")
         defer { directory.remove() }
-        let samples = try await WhisperFixture.spoken(SynthesizedSpeech.german, in: directory)
+        let samples = try await SynthesizedSpeech.german.samples(in: directory)
         let result = try decoder.decode(samples, EngineWhisperDecode(id: "", object: "", sampleRate: 16000, language: ""))
         print("identified \(result.language ?? "-") with probability \(result.languageProbability ?? 0): \(result.text)")
         #expect(result.language == "de")
@@ -238,13 +262,4 @@ enum WhisperFixture {
     ]
 
     static let projectRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-
-    /// A sentence spoken by espeak-ng, as 16 kHz samples.
-    static func spoken(_ speech: SynthesizedSpeech, in directory: TempDirectory) async throws -> [Float] {
-        let wav = try await speech.wav(in: directory)
-        let converted = directory.file("\(speech.language)-16k.wav")
-        let run = try await ChildProcess.run("/usr/bin/sox", [wav, "-r", "16000", "-b", "16", converted], in: directory)
-        try #require(run.status == 0, "\(run.stderr)")
-        return try LibriVox.samples(converted)
-    }
 }

@@ -52,6 +52,7 @@ let package = Package(
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
         .target(name: "EarshotTranscript", dependencies: ["EarshotWire"], exclude: ["README.md"]),
+        .target(name: "EarshotLanguageModel", exclude: ["README.md"]),
         .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript", "CTerminal"], exclude: ["README.md"]),
         .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
@@ -59,7 +60,7 @@ let package = Package(
         ], exclude: ["README.md"]),
         .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"], exclude: ["README.md"]),
         .target(name: "EarshotSpeech", dependencies: [
-            "EarshotWire", "EarshotSystem", "EarshotAudio", "CPocketSphinx", "CEspeakNG",
+            "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotLanguageModel", "CPocketSphinx", "CEspeakNG",
         ], exclude: ["README.md"]),
         // The engine process's side: sherpa-onnx (and so ONNX Runtime) is linked only here.
         .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotSystem", "CSherpaOnnx"], exclude: ["README.md"]),
@@ -75,7 +76,7 @@ let package = Package(
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
         ], exclude: ["README.md"]),
         .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "CFFmpeg", "CPulse"], exclude: ["README.md"]),
-        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotAVFoundation"], exclude: ["README.md"]),
+        .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotAVFoundation", "EarshotLanguageModel"], exclude: ["README.md"]),
         .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 
         .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
@@ -92,8 +93,9 @@ let package = Package(
 
         .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotCommandLineTests", dependencies: ["EarshotCommandLine"]),
+        .testTarget(name: "EarshotLanguageModelTests", dependencies: ["EarshotLanguageModel"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
-        .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "TestSupport"]),
+        .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotLanguageModel", "TestSupport"]),
         .testTarget(name: "EarshotWhisperTests", dependencies: ["EarshotWhisper", "EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),

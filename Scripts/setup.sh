@@ -21,8 +21,9 @@ APT_PACKAGES=(
   # the Whisper decoder's log-mel features (single-precision FFTW)
   libfftw3-dev
   # models and test speech (espeak-ng speaks the multilingual test sentences; its library
-  # pronounces contextual words the PocketSphinx dictionary lacks)
-  pocketsphinx-en-us pocketsphinx-testdata espeak-ng
+  # pronounces contextual words the PocketSphinx dictionary lacks; flite's voices speak the
+  # custom language model tests' commands, which PocketSphinx hears better than espeak-ng's)
+  pocketsphinx-en-us pocketsphinx-testdata espeak-ng flite
   # tools the tests drive for real
   systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils sox tmux
   # zeroconf: a private D-Bus and avahi-daemon, browsed with avahi-browse

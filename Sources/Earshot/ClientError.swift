@@ -26,6 +26,8 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
     /// The modules have no compatible audio format yet: their assets are not installed (install
     /// them through ``AssetInventory`` first).
     case noCompatibleAudioFormat
+    /// Custom language model data that Earshot refuses (what is wrong, and where).
+    case invalidLanguageModelData(String)
 
     public var description: String {
         switch self {
@@ -39,6 +41,7 @@ public enum EarshotError: Error, Sendable, CustomStringConvertible {
         case .untrustedSocketDirectory(_, let reason): "not connecting to the Earshot user socket: \(reason)"
         case .unsupportedAudioFormat(let what): "unsupported audio format: \(what)"
         case .noCompatibleAudioFormat: "no compatible audio format: the modules' assets are not installed (see AssetInventory.assetInstallationRequest(supporting:))"
+        case .invalidLanguageModelData(let what): what
         }
     }
 

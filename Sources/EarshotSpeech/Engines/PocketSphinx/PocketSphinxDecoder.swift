@@ -1,4 +1,5 @@
 import CPocketSphinx
+import EarshotLanguageModel
 import EarshotSystem
 import Foundation
 
@@ -42,6 +43,8 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
     // Guarded by `lock`.
     /// Contextual phrases and their weight; their search is selected while `phrases` is not empty.
     private var context: (phrases: [[String]], weight: Double) = ([], defaultContextWeight)
+    /// A custom language model (ARPA text) and its weight, interpolated beside the phrases.
+    private var custom: (arpa: String, weight: Double)?
     /// The selected search: the base one, or a contextual one (only one exists at a time).
     private var currentSearch: String
     private var contextSearches = 0
@@ -244,6 +247,27 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         try installContextSearch()
     }
 
+    /// How much of the language-model probability a custom language model gets by default
+    /// (measured on spoken chess commands: Docs/CUSTOM_LANGUAGE_MODELS.md).
+    public static let defaultCustomModelWeight = 0.5
+
+    /// Interpolates the custom language model `model` (a compiled `SFCustomLanguageModelData`)
+    /// with the base model, `weight` to `1 − weight`, after adding its pronunciations and
+    /// `newWords` as ``addWords(_:)`` does (nil: removes it). With contextual phrases as well, the
+    /// phrases keep their weight and the two models share the rest. Call between utterances.
+    public func setCustomLanguageModel(_ model: CompiledLanguageModel?, adding newWords: [(word: String, phones: String)] = [],
+                                       weight: Double = defaultCustomModelWeight) throws(PocketSphinxError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !inUtterance else { throw .utteranceInProgress }
+        guard weight > 0, weight < 1 else { throw .invalidOption("the custom language model's weight must be between 0 and 1 (exclusive)") }
+        let pronounced = (model?.pronunciations ?? [:]).sorted { $0.key < $1.key }.flatMap { word, phones in phones.map { (word: word, phones: $0) } }
+        let additions = try plannedAdditions(pronounced + newWords)
+        try add(additions)
+        custom = model.map { ($0.arpa, weight) }
+        try installContextSearch()
+    }
+
     /// The phrases ``setContextualPhrases(_:weight:)`` installed (empty: the base model).
     public var contextualPhrases: [[String]] {
         lock.lock()
@@ -278,29 +302,25 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         try selectSearch(baseSearch, on: baseModel)
     }
 
-    /// Builds and selects the contextual search for `context` (the base search for no phrases).
+    /// Builds and selects the search over the base model interpolated with the contextual
+    /// phrases and the custom model (the base search when there are neither).
     private func installContextSearch() throws(PocketSphinxError) {
-        guard !context.phrases.isEmpty else { return try selectBaseSearch() }
-        // sphinxbase reads models from files only. Private (0600, created anew): the phrases are
-        // often people's names.
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-context-\(UUID().uuidString).arpa").path
-        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .callFailed(function: "creating \(file)", code: errno) }
-        defer { unlink(file) }
-        let written = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        do {
-            try written.write(contentsOf: Data(Self.arpa(context.phrases).utf8))
-            try written.close()
-        } catch {
-            throw .callFailed(function: "writing the contextual language model to \(file)", code: -1)
+        var parts: [(name: String, arpa: String, weight: Double)] = []
+        if !context.phrases.isEmpty { parts.append(("context", Self.arpa(context.phrases), context.weight)) }
+        if let custom { parts.append(("custom", custom.arpa, custom.weight * (1 - (parts.first?.weight ?? 0)))) }
+        guard !parts.isEmpty else { return try selectBaseSearch() }
+        // The set owns its submodels: it takes the others and a reference to the base one.
+        var models: [OpaquePointer?] = [ngram_model_retain(baseModel)]
+        for part in parts {
+            do {
+                models.append(try readModel(part.arpa, name: part.name))
+            } catch {
+                models.forEach { ngram_model_free($0) }
+                throw error
+            }
         }
-        guard let phraseModel = ngram_model_read(config, file, NGRAM_ARPA, ps_get_logmath(decoder)) else {
-            throw .callFailed(function: "ngram_model_read(contextual phrases)", code: -1)
-        }
-        // The set owns its submodels: it takes the phrase model and a reference to the base one.
-        var models: [OpaquePointer?] = [ngram_model_retain(baseModel), phraseModel]
-        var weights: [Float] = [Float(1 - context.weight), Float(context.weight)]
-        let set = Self.withCStrings(["base", "context"]) { ngram_model_set_init(config, &models, $0, &weights, 2) }
+        var weights: [Float] = [Float(1 - parts.reduce(0) { $0 + $1.weight })] + parts.map { Float($0.weight) }
+        let set = Self.withCStrings(["base"] + parts.map(\.name)) { ngram_model_set_init(config, &models, $0, &weights, Int32(models.count)) }
         guard let set else {
             models.forEach { ngram_model_free($0) }
             throw .callFailed(function: "ngram_model_set_init", code: -1)
@@ -310,6 +330,26 @@ public final class PocketSphinxDecoder: @unchecked Sendable {
         // Two names in turn: a search is never replaced while it is the selected one.
         contextSearches += 1
         try selectSearch("earshot-context-\(contextSearches % 2)", on: set)
+    }
+
+    /// An n-gram model read from ARPA `text`. sphinxbase reads models from files only: private
+    /// (0600, created anew; phrases are often people's names) and removed at once.
+    private func readModel(_ text: String, name: String) throws(PocketSphinxError) -> OpaquePointer {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("earshot-\(name)-\(UUID().uuidString).arpa").path
+        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .callFailed(function: "creating \(file)", code: errno) }
+        defer { unlink(file) }
+        let written = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            try written.write(contentsOf: Data(text.utf8))
+            try written.close()
+        } catch {
+            throw .callFailed(function: "writing the \(name) language model to \(file)", code: -1)
+        }
+        guard let model = ngram_model_read(config, file, NGRAM_ARPA, ps_get_logmath(decoder)) else {
+            throw .callFailed(function: "ngram_model_read(\(name))", code: -1)
+        }
+        return model
     }
 
     /// An ARPA model of `phrases`: uniform unigrams over their words and `</s>`; each word followed

@@ -54,9 +54,9 @@ let package = Package(
         .target(name: "EarshotTranscript", dependencies: ["EarshotWire"], exclude: ["README.md"]),
         .target(name: "EarshotLanguageModel", exclude: ["README.md"]),
         .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript", "CTerminal"], exclude: ["README.md"]),
-        .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot"], exclude: ["README.md"]),
+        .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot", "EarshotLanguageModel"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
-            "EarshotWire", "EarshotSystem", "CCurl", "CSQLite", "CArchive", "CCrypto",
+            "EarshotWire", "EarshotSystem", "EarshotLanguageModel", "CCurl", "CSQLite", "CArchive", "CCrypto",
         ], exclude: ["README.md"]),
         .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"], exclude: ["README.md"]),
         .target(name: "EarshotSpeech", dependencies: [
@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "EarshotEngine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotSherpaOnnx", "EarshotWhisper"], exclude: ["README.md"]),
         .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
-            "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
+            "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotLanguageModel", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
         ], exclude: ["README.md"]),
         .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "CFFmpeg", "CPulse"], exclude: ["README.md"]),
         .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotAVFoundation", "EarshotLanguageModel"], exclude: ["README.md"]),
@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "EarshotHTTP", "EarshotTranscript", "TestSupport"]),
-        .testTarget(name: "ApplePortingTests", dependencies: ["Earshot", "TestSupport"]),
+        .testTarget(name: "ApplePortingTests", dependencies: ["Earshot", "EarshotWire", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotCommandLine", "EarshotClientCommandLine", "TestSupport"]),
     ]
 )

@@ -132,15 +132,16 @@ public actor DaemonConnection {
         for waiter in waiters.values { waiter.resume(throwing: error) }
     }
 
-    /// Sends `event` with a fresh `id` and returns the reply, decoded as `Reply`; an `error` reply
-    /// throws ``EarshotError/daemon(_:)``.
-    public func request<Reply: WireEvent>(_ event: some WireEvent, expecting: Reply.Type, progress: (@Sendable (Frame) -> Void)? = nil) async throws -> Reply {
+    /// Sends `event` (with `payload`) with a fresh `id` and returns the reply, decoded as `Reply`;
+    /// an `error` reply throws ``EarshotError/daemon(_:)``.
+    public func request<Reply: WireEvent>(_ event: some WireEvent, payload: [UInt8] = [], expecting: Reply.Type,
+                                          progress: (@Sendable (Frame) -> Void)? = nil) async throws -> Reply {
         guard !closed else { throw EarshotError.disconnected }
         let id = "\(nextID)"
         nextID += 1
         progressHandlers[id] = progress
         defer { progressHandlers[id] = nil }
-        var frame = try Frame(event)
+        var frame = try Frame(event, payload: payload)
         frame.data["id"] = .string(id)
         awaiting[id] = .some(nil)
         do {

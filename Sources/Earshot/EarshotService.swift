@@ -68,13 +68,15 @@ public actor EarshotService {
         return fresh
     }
 
-    /// Sends `event` and returns the typed reply, reconnecting once if the daemon went away.
-    func request<Reply: WireEvent>(_ event: some WireEvent, expecting: Reply.Type, progress: (@Sendable (Frame) -> Void)? = nil) async throws -> Reply {
+    /// Sends `event` (with `payload`) and returns the typed reply, reconnecting once if the
+    /// daemon went away.
+    func request<Reply: WireEvent>(_ event: some WireEvent, payload: [UInt8] = [], expecting: Reply.Type,
+                                   progress: (@Sendable (Frame) -> Void)? = nil) async throws -> Reply {
         do {
-            return try await connection().request(event, expecting: Reply.self, progress: progress)
+            return try await connection().request(event, payload: payload, expecting: Reply.self, progress: progress)
         } catch EarshotError.disconnected {
             connection = nil
-            return try await connection().request(event, expecting: Reply.self, progress: progress)
+            return try await connection().request(event, payload: payload, expecting: Reply.self, progress: progress)
         }
     }
 

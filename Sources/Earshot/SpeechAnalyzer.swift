@@ -168,7 +168,7 @@ public actor SpeechAnalyzer {
     public func setModules(_ newModules: [any SpeechModule]) async throws {
         var unhonored: [UnhonoredRequest]?
         if let (connection, id) = try await liveSession() {
-            let reply = try await connection.request(AnalyzerControl(session: id, action: "set-modules", modules: newModules.map(\.moduleConfiguration)),
+            let reply = try await connection.request(AnalyzerControl(session: id, action: "set-modules", modules: try await Self.sessionConfigurations(newModules)),
                                                      expecting: AnalyzerControlDone.self)
             let kept = Set(newModules.map { ObjectIdentifier($0 as AnyObject) })
             for module in modules where !kept.contains(ObjectIdentifier(module as AnyObject)) {
@@ -333,6 +333,15 @@ public actor SpeechAnalyzer {
         return (connection, sessionID)
     }
 
+    /// `modules` as a session opens them (a dictation module with its custom language model).
+    private static func sessionConfigurations(_ modules: [any SpeechModule]) async throws -> [ModuleConfiguration] {
+        var configurations: [ModuleConfiguration] = []
+        for module in modules {
+            configurations.append(try await (module as? DictationTranscriber)?.sessionConfiguration() ?? module.moduleConfiguration)
+        }
+        return configurations
+    }
+
     /// Opens the session on first use; opened for file input (`recording`), it is a recording
     /// whatever ``Options/input`` says.
     private func session(recording: Bool = false) async throws -> (DaemonConnection, String) {
@@ -344,7 +353,7 @@ public actor SpeechAnalyzer {
         if recording { wireOptions.input = .recording }
         // A busy daemon queues the open: standard error says so while it waits (Earshot extension).
         let reply = try await connection.request(
-            AnalyzerOpen(modules: modules.map(\.moduleConfiguration), options: wireOptions, context: context.wire),
+            AnalyzerOpen(modules: try await Self.sessionConfigurations(modules), options: wireOptions, context: context.wire),
             expecting: AnalyzerOpened.self, progress: { frame in
                 guard let progress = try? frame.decode(AnalyzerProgress.self) else { return }
                 FileHandle.standardError.write(Data("Earshot: the daemon is busy; waiting for a free analysis slot (place \(progress.position) in its queue)\n".utf8))

@@ -187,6 +187,21 @@ public final class DictationTranscriber: LocaleDependentSpeechModule {
     /// A processing hint about the audio; a bias, not a filter.
     public struct ContentHint: Hashable, Sendable {
         let name: String
+        /// The prepared custom language model of a `customizedLanguage` hint.
+        let modelConfiguration: SFSpeechLanguageModel.Configuration?
+
+        init(name: String, modelConfiguration: SFSpeechLanguageModel.Configuration? = nil) {
+            self.name = name
+            self.modelConfiguration = modelConfiguration
+        }
+
+        /// Recognition biased towards a custom language model prepared with
+        /// ``SFSpeechLanguageModel/prepareCustomLanguageModel(for:configuration:)``. A session whose
+        /// model was never prepared fails to open, saying so.
+        public static func customizedLanguage(modelConfiguration: SFSpeechLanguageModel.Configuration) -> ContentHint {
+            ContentHint(name: "customizedLanguage", modelConfiguration: modelConfiguration)
+        }
+
         /// Audio about a minute long.
         public static let shortForm = ContentHint(name: "shortForm")
         /// A speaker far from the microphone.
@@ -264,12 +279,24 @@ public final class DictationTranscriber: LocaleDependentSpeechModule {
         presetName = preset.name
     }
 
+    /// The module as the daemon's asset queries see it: a custom language model is not an asset
+    /// requirement, so its hint is left out (``sessionConfiguration()`` names the model).
     public var moduleConfiguration: ModuleConfiguration {
         ModuleConfiguration(kind: .dictation, locale: locale.identifier, preset: presetName,
                             transcriptionOptions: transcriptionOptions.map(\.rawValue).sorted(),
                             reportingOptions: reportingOptions.map(\.rawValue).sorted(),
                             attributeOptions: attributeOptions.map(\.rawValue).sorted(),
-                            contentHints: contentHints.map(\.name).sorted())
+                            contentHints: contentHints.filter { $0.modelConfiguration == nil }.map(\.name).sorted())
+    }
+
+    /// The module as a session opens it: with the prepared custom language model its
+    /// `customizedLanguage` hint names (reading the handle file; throws if it was never prepared).
+    func sessionConfiguration() async throws -> ModuleConfiguration {
+        var configuration = moduleConfiguration
+        if let model = contentHints.compactMap(\.modelConfiguration).first {
+            configuration.languageModel = try await SFSpeechLanguageModel.use(model)
+        }
+        return configuration
     }
 }
 

@@ -1,7 +1,8 @@
 import EarshotWire
 import Foundation
 
-/// A parsed command line: `--name value`, `--name=value`, boolean `--flag`s and positionals.
+/// A parsed command line: `--name value`, `--name=value`, boolean `--flag`s, short spellings of
+/// long options (`-o` for `--output`) and positionals.
 public struct Arguments: Sendable {
     /// Why the command line cannot be used.
     public enum ParseError: Error, CustomStringConvertible {
@@ -28,10 +29,12 @@ public struct Arguments: Sendable {
     private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
 
-    /// Parses `arguments` (without the program name). `valued` options take a value, `flags` don't.
-    public init(_ arguments: [String], valued: Set<String> = [], flags known: Set<String> = []) throws(ParseError) {
+    /// Parses `arguments` (without the program name). `valued` options take a value, `flags` don't;
+    /// `short` spells some of them with one letter (`"o": "output"` reads `-o` as `--output`).
+    public init(_ arguments: [String], valued: Set<String> = [], flags known: Set<String> = [], short: [Character: String] = [:]) throws(ParseError) {
         var rest = arguments[...]
-        while let argument = rest.popFirst() {
+        while var argument = rest.popFirst() {
+            if argument.count == 2, argument.hasPrefix("-"), let long = short[argument.last!] { argument = "--" + long }
             if argument == "--" {
                 positional += rest
                 break
@@ -93,10 +96,10 @@ public struct CommandInvocation: Sendable {
     public let command: String
 
     /// Parses the process's arguments for `program`; prints usage and exits on anything unusable.
-    public static func parse(program: String, usage: String, valued: Set<String>, flags: Set<String>) -> CommandInvocation {
+    public static func parse(program: String, usage: String, valued: Set<String>, flags: Set<String>, short: [Character: String] = [:]) -> CommandInvocation {
         let arguments: Arguments
         do {
-            arguments = try Arguments(Array(CommandLine.arguments.dropFirst()), valued: valued, flags: flags.union(["help", "version"]))
+            arguments = try Arguments(Array(CommandLine.arguments.dropFirst()), valued: valued, flags: flags.union(["help", "version"]), short: short)
         } catch {
             Output.error(program, "\(error)\n\(usage)")
             exit(ExitCode.failure.rawValue)

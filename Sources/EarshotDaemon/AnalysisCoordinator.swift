@@ -1,4 +1,5 @@
 import EarshotAssets
+import EarshotLanguageModel
 import EarshotSpeech
 import EarshotSystem
 import EarshotWire
@@ -60,6 +61,8 @@ actor AnalysisCoordinator {
         var moduleLeases: [AssetLease]
         /// The voice activity detector's.
         let vadLease: AssetLease
+        /// The owner's uid (whose custom language models the session may use).
+        let uid: UInt32
         /// Set when shutdown finishes the session, so its `finished` event says so.
         let shutdownMark: OnceFlag
         var leases: [AssetLease] { moduleLeases + [vadLease] }
@@ -111,7 +114,8 @@ actor AnalysisCoordinator {
                 await assets.noteUse(of: modules, by: ClientIdentity(uid: client.uid, appID: appID))
             }
             let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: context,
-                                   owner: client.connection, ownerUID: client.uid)
+                                   owner: client.connection, ownerUID: client.uid,
+                                   languageModels: try await languageModelDocuments(for: modules, uid: client.uid))
             let mark = OnceFlag()
             let connection = client.connection
             let ended = endedContinuation
@@ -138,7 +142,7 @@ actor AnalysisCoordinator {
                 await speech.close(session.id)
                 throw AnalysisError.shuttingDown
             }
-            tables[connection, default: [:]][session.id] = OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease, shutdownMark: mark)
+            tables[connection, default: [:]][session.id] = OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease, uid: client.uid, shutdownMark: mark)
             counts.add(1, to: connection)
             metrics?.sessionsOpened.add(1, engine)
             return session.id
@@ -160,7 +164,8 @@ actor AnalysisCoordinator {
 
     /// Applies `control` to a session; returns its last sample time where the action has one.
     func control(_ control: AnalysisControl, session id: String, of connection: Int) async throws -> WireTime? {
-        let session = try session(id, of: connection).session
+        let open = try session(id, of: connection)
+        let session = open.session
         switch control {
         case .finalize(let time):
             return await session.finalize(through: time)
@@ -178,7 +183,7 @@ actor AnalysisCoordinator {
             var leases: [AssetLease] = []
             do {
                 let planned = try await leaseModules(modules, into: &leases)
-                try await speech.replaceModules(of: id, with: planned)
+                try await speech.replaceModules(of: id, with: planned, languageModels: try await languageModelDocuments(for: modules, uid: open.uid))
             } catch {
                 for lease in leases { await assets.endLease(lease) }
                 throw error
@@ -256,6 +261,27 @@ actor AnalysisCoordinator {
     }
 
     /// Leases each module's asset (appending to `leases`, so a caller can give them back on failure).
+    /// The prepared data of every custom language model `modules` name, as `uid` prepared it
+    /// (another uid's is not found). Only dictation modules take one, at a weight in (0, 1).
+    private func languageModelDocuments(for modules: [ModuleConfiguration], uid: UInt32) async throws -> [String: CustomLanguageModelDocument] {
+        var documents: [String: CustomLanguageModelDocument] = [:]
+        for module in modules {
+            guard let use = module.languageModel else { continue }
+            guard module.kind == .dictation else {
+                throw WireError(.badRequest, "a custom language model applies to dictation modules only, not to a \(module.kind.rawValue) module")
+            }
+            if let weight = use.weight, !(weight > 0 && weight < 1) {
+                throw WireError(.badRequest, "a custom language model's weight must be between 0 and 1 (exclusive), not \(weight)")
+            }
+            let document = try await assets.languageModels.document(use.model, uid: uid)
+            if let locale = module.locale, Locale.Components(identifier: locale).languageComponents.languageCode != Locale.Components(identifier: document.locale).languageComponents.languageCode {
+                throw WireError(.badRequest, "custom language model \(use.model) is for \(document.locale), not for the module's \(locale)")
+            }
+            documents[use.model] = document
+        }
+        return documents
+    }
+
     private func leaseModules(_ modules: [ModuleConfiguration], into leases: inout [AssetLease]) async throws -> [(configuration: ModuleConfiguration, asset: ModelAsset)] {
         var planned: [(configuration: ModuleConfiguration, asset: ModelAsset)] = []
         for module in modules {

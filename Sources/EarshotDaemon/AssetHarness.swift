@@ -2,13 +2,23 @@ import EarshotAssets
 import EarshotWire
 import Foundation
 
-/// The asset inventory's routes: decode, call ``AssetService``, encode the reply.
+/// The asset inventory's routes: decode, call ``AssetService`` (and its ``LanguageModelStore`` for
+/// prepared custom language models), encode the reply.
 struct AssetHarness: Sendable {
     let assets: AssetService
 
     var routes: [Route] {
-        let assets = assets
+        let (assets, languageModels) = (assets, assets.languageModels)
         return [
+            .on(PrepareLanguageModelRequest.self) { request, call, context in
+                let (prepared, reused) = try await languageModels.prepare(call.frame.payload, for: try Self.client(context), ignoresCache: request.ignoresCache,
+                                                                                clientIdentifier: request.clientIdentifier)
+                return [try Frame(PrepareLanguageModelReply(id: request.id, prepared: prepared, reused: reused))]
+            },
+            .on(LanguageModelsRequest.self, .admin("list every user's prepared language models", when: { request, _ in request.all })) { request, _, context in
+                let models = try await languageModels.list(uid: request.all ? nil : context.peer.uid)
+                return [try Frame(LanguageModelsReply(id: request.id, models: models, maximum: languageModels.maximumPerApp))]
+            },
             .on(ModuleStatusRequest.self) { request, _, _ in
                 let (status, each) = try await assets.status(of: request.modules)
                 return [try Frame(ModuleStatusReply(id: request.id, status: status, modules: each))]

@@ -39,7 +39,8 @@ struct ErrorMap: Sendable {
         case let e as AssetError:
             switch e {
             case .unsupportedLocale, .unsupportedModule: WireError(.unsupportedLocale, e.description)
-            case .quotaExceeded, .userQuotaExceeded: WireError(.quotaExceeded, e.description)
+            case .quotaExceeded, .userQuotaExceeded, .languageModelQuotaExceeded: WireError(.quotaExceeded, e.description)
+            case .invalidLanguageModel: WireError(.badRequest, e.description)
             case .notFound: WireError(.notFound, e.description)
             case .notInstalled: WireError(.notInstalled, e.description)
             case .permissionDenied: WireError(.permissionDenied, e.description)

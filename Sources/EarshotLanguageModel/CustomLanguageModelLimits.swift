@@ -1,7 +1,8 @@
 /// Bounds on custom language model data: the daemon reads exported files from any local app, so
 /// each count is bounded before anything is expanded or compiled.
 public struct CustomLanguageModelLimits: Sendable, Hashable {
-    public var maxFileBytes = 8 << 20
+    /// The daemon's default frame payload limit (`Limits.MaxPayloadBytes`): a file travels in one frame.
+    public var maxFileBytes = 4 << 20
     public var maxIdentifierLength = 256
     public var maxPhrases = 100_000
     public var maxPhraseLength = 256

@@ -23,8 +23,11 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
     public var contentHints: [String]
     /// Detectors: `low`, `medium` or `high`.
     public var sensitivity: String?
+    /// Dictation: the caller's prepared custom language model to interpolate with the base model.
+    public var languageModel: LanguageModelUse?
 
-    public init(kind: AssetKind, locale: String?, preset: String? = nil, transcriptionOptions: [String] = [], reportingOptions: [String] = [], attributeOptions: [String] = [], contentHints: [String] = [], sensitivity: String? = nil) {
+    public init(kind: AssetKind, locale: String?, preset: String? = nil, transcriptionOptions: [String] = [], reportingOptions: [String] = [], attributeOptions: [String] = [], contentHints: [String] = [], sensitivity: String? = nil,
+                languageModel: LanguageModelUse? = nil) {
         self.kind = kind
         self.locale = locale
         self.preset = preset
@@ -33,6 +36,7 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
         self.attributeOptions = attributeOptions
         self.contentHints = contentHints
         self.sensitivity = sensitivity
+        self.languageModel = languageModel
     }
 
     /// The transcription option that asks for speech translated into English (beyond Apple).
@@ -42,6 +46,7 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
         case kind, locale, preset
         case transcriptionOptions = "transcription_options", reportingOptions = "reporting_options"
         case attributeOptions = "attribute_options", contentHints = "content_hints", sensitivity
+        case languageModel = "language_model"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -54,6 +59,7 @@ public struct ModuleConfiguration: Codable, Sendable, Hashable {
         attributeOptions = try c.decodeIfPresent([String].self, forKey: .attributeOptions) ?? []
         contentHints = try c.decodeIfPresent([String].self, forKey: .contentHints) ?? []
         sensitivity = try c.decodeIfPresent(String.self, forKey: .sensitivity)
+        languageModel = try c.decodeIfPresent(LanguageModelUse.self, forKey: .languageModel)
     }
 }
 

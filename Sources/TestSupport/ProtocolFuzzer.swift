@@ -63,6 +63,7 @@ public struct ProtocolFuzzer {
         if chance(30) { module["reporting_options"] = [["volatileResults"], ["alternativeTranscriptions"], hostileString()][int(0...2)] }
         if chance(20) { module["transcription_options"] = [["translate"], hostileString()][int(0...1)] }
         if chance(20) { module["sensitivity"] = hostileString() }
+        if chance(10) { module["language_model"] = ["model": hostileString(), "weight": hostileNumber()] }
         return module
     }
 
@@ -71,7 +72,7 @@ public struct ProtocolFuzzer {
     /// One well-formed event with hostile data, and its payload.
     private mutating func event(sessions: [String]) -> (type: String, data: [String: Any], payload: [UInt8]) {
         let session = sessions.isEmpty || chance(20) ? "s\(int(0...50))" : sessions[int(0...(sessions.count - 1))]
-        switch int(0...15) {
+        switch int(0...16) {
         case 0: return ("describe", [:], [])
         case 1: return ("transcribe", ["language": hostileString(), "name": hostileString()], [])
         case 2, 3: return ("audio-start", ["rate": hostileNumber(), "width": hostileNumber(), "channels": hostileNumber()], [])
@@ -87,6 +88,8 @@ public struct ProtocolFuzzer {
         case 13: return (["earshot.reserve", "earshot.release", "earshot.install", "earshot.module-status", "earshot.locales"][int(0...4)],
                          ["id": "a", "locale": hostileString(), "modules": [module()], "kind": hostileString()], [])
         case 14: return (["earshot.stats", "earshot.status", "earshot.end-retention", "earshot.reservations", "ping"][int(0...4)], ["id": "x"], [])
+        case 15: return (["earshot.language-model.prepare", "earshot.language-model.list"][int(0...1)],
+                         ["id": "m", "ignores_cache": chance(50), "client_identifier": hostileString(), "all": chance(50)], payload())
         default: return (String(describing: hostileString()), ["id": hostileNumber()], payload())
         }
     }

@@ -24,6 +24,14 @@ enum TranscribeCommand {
                 return module
             }
         }
+        // A custom language model biases dictation only (Whisper does not take one yet): never dropped silently.
+        let languageModel = arguments.value("lm").map { SFSpeechLanguageModel.Configuration(languageModel: URL(fileURLWithPath: $0)) }
+        if languageModel != nil {
+            guard candidates.contains(where: { $0.kind == .dictation }) else {
+                throw WireError(.badRequest, "--lm needs dictation (--module dictation): Whisper does not take custom language models yet")
+            }
+            candidates = candidates.filter { $0.kind == .dictation }
+        }
         guard !candidates.isEmpty else { throw WireError(.badRequest, "transcribe needs a transcriber or dictation module") }
 
         // Warm by default (Ollama's keep_alive): the model lingers for the daemon's LingerSeconds,
@@ -51,7 +59,7 @@ enum TranscribeCommand {
         var exit = ExitCode.success
         var keepAliveNoted = false
         for file in live ? [mic ? "microphone" : "-"] : files {
-            let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate)
+            let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate, languageModel: languageModel)
             let analyzer = SpeechAnalyzer(modules: [module], options: options)
             if !context.isEmpty {
                 let analysisContext = AnalysisContext()
@@ -154,11 +162,12 @@ enum TranscribeCommand {
         return value
     }
 
-    static func makeModule(_ kind: AssetKind, locale: Locale, volatile: Bool, translate: Bool) -> any SpeechModule {
+    static func makeModule(_ kind: AssetKind, locale: Locale, volatile: Bool, translate: Bool, languageModel: SFSpeechLanguageModel.Configuration?) -> any SpeechModule {
         switch kind {
         case .dictation:
             // No `.punctuation`: PocketSphinx has none, and the daemon would report it unhonoured.
-            DictationTranscriber(locale: locale, contentHints: [], transcriptionOptions: [], reportingOptions: volatile ? [.volatileResults] : [],
+            DictationTranscriber(locale: locale, contentHints: languageModel.map { [.customizedLanguage(modelConfiguration: $0)] } ?? [], transcriptionOptions: [],
+                                 reportingOptions: volatile ? [.volatileResults] : [],
                                  attributeOptions: [.audioTimeRange, .transcriptionConfidence])
         default:
             SpeechTranscriber(locale: locale, transcriptionOptions: translate ? [.translateToEnglish] : [], reportingOptions: volatile ? [.volatileResults] : [],

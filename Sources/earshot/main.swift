@@ -16,7 +16,7 @@ let usage = """
       reservations                            this app's reserved locales
       reserve L | release L                   reserve or release a locale
       transcribe FILE... [--locale L|auto] [--module KIND] [--translate] [--keep-alive D] [--json|--srt|--vtt]
-                 [--prompt TEXT] [--context PHRASE]... [--beam N] [--temperature T]
+                 [--prompt TEXT] [--context PHRASE]... [--beam N] [--temperature T] [--lm HANDLE]
                                               transcribe audio and video files (what libsndfile or FFmpeg reads:
                                               WAV, FLAC, Ogg, MP3, m4a, mp4, webm, …); installs
                                               the model if needed, preferring a transcriber over dictation;
@@ -30,23 +30,33 @@ let usage = """
                                               --context PHRASE joins the prompt and biases the search
                                               towards it, --beam N (1-16; the daemon's BeamSize) and
                                               --temperature T (0-1; 0 searches, falling back to higher
-                                              temperatures only when a result fails Whisper's checks)
+                                              temperatures only when a result fails Whisper's checks);
+                                              --lm HANDLE: dictation with a prepared custom language model
       transcribe --live [--rate HZ] [--channels N]
                                               transcribe raw s16le PCM from stdin as it arrives
       transcribe --mic [--device SOURCE]      transcribe the microphone (PulseAudio/PipeWire source;
                                               volatile text in place on a terminal; Ctrl-C finalizes)
+      lm build DATA.json -o FILE.bin          custom language model data (Apple's SFCustomLanguageModelData DSL as
+                                              JSON: locale, identifier, version, phrases, templateGroups,
+                                              pronunciations; Docs/CUSTOM_LANGUAGE_MODELS.md) checked and written
+      lm prepare FILE.bin [--handle PATH] [--ignore-cache]
+                                              have the daemon prepare it for earshot; writes the handle
+                                              (default: FILE.handle) that transcribe --lm takes
+      lm list                                 this user's prepared custom language models
       devices                                 the sound server's sources (name, description, default,
                                               monitor), the SOURCE names --device takes; needs no daemon
     """
 
-let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device", "keep-alive", "prompt", "context", "beam", "temperature"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate"])
+let invocation = CommandInvocation.parse(program: "earshot", usage: usage, valued: ["socket", "locale", "module", "preset", "rate", "channels", "device", "keep-alive", "prompt", "context", "beam", "temperature", "lm", "output", "handle"], flags: ["json", "installed", "srt", "vtt", "live", "mic", "translate", "ignore-cache"],
+                                          short: ["o": "output"])
 let arguments = invocation.arguments
 let command = invocation.command
 /// The options each command takes besides `--socket` and `--json`: any other is an error, never ignored.
 let commandOptions: [String: Set<String>] = [
     "status": [], "reservations": [], "reserve": [], "release": [],
     "locales": ["module", "installed"], "install": ["locale", "module", "preset"],
-    "transcribe": ["locale", "module", "translate", "keep-alive", "srt", "vtt", "live", "rate", "channels", "mic", "device", "prompt", "context", "beam", "temperature"],
+    "transcribe": ["locale", "module", "translate", "keep-alive", "srt", "vtt", "live", "rate", "channels", "mic", "device", "prompt", "context", "beam", "temperature", "lm"],
+    "lm": ["output", "handle", "ignore-cache"],
 ]
 if let allowed = commandOptions[command] {
     invocation.require(only: allowed, common: ["socket", "json"], program: "earshot", usage: usage)
@@ -54,7 +64,7 @@ if let allowed = commandOptions[command] {
 let json = arguments.has("json")
 
 /// The app id `earshot` introduces itself as.
-let appID = "org.earshot.earshot"
+let appID = LanguageModelCommand.appIdentity
 
 /// Connects to a daemon, starting a user daemon when none answers.
 func connect() async throws -> DaemonConnection {
@@ -103,6 +113,8 @@ do {
         // The analyzer uses this connection: one hello for the whole command.
         await EarshotService.shared.adopt(connection, appID: appID)
         code = try await TranscribeCommand.run(arguments, connection: connection)
+    case "lm":
+        code = try await LanguageModelCommand.run(arguments, connection: { connection }, json: json)
     case "reservations":
         ReservationPrinter.print(try await connection.request(ReservationsRequest(), expecting: ReservationsReply.self), json: json, showOwner: false)
     case "reserve":

@@ -18,6 +18,7 @@ let usage = """
                                                the unsigned catalog FILE) an entry for an admin to sign with minisign
       assets                                   installed assets and running install jobs
       reservations [--all]                     reservations (--all: every client's)
+      language-models [--all]                  prepared custom language models of this user's apps (--all: every user's)
       release --locale L [--uid U] [--app A]   release a reservation (another client's: admin)
       install --locale L [--module KIND] [--preset NAME] [--dry-run]
                                                install what a module needs (exit 2: already installed; --dry-run:
@@ -63,7 +64,7 @@ let subcommand = arguments.positional.count > 1 ? arguments.positional[1] : nil
 let commandOptions: [String: Set<String>] = [
     "status": [], "config": [], "assets": [], "stats": [], "cancel": [], "rollback": [], "hold": [], "unhold": [],
     "catalog": ["id", "kind", "engine", "locale", "license", "format", "role", "version", "catalog"],
-    "reservations": ["all"], "release": ["locale", "uid", "app"], "install": ["locale", "module", "preset", "dry-run"],
+    "reservations": ["all"], "language-models": ["all"], "release": ["locale", "uid", "app"], "install": ["locale", "module", "preset", "dry-run"],
     "gc": ["dry-run"], "update": ["dry-run", "timer"],
 ]
 if let allowed = commandOptions[command] {
@@ -117,6 +118,9 @@ do {
     case "reservations":
         let all = arguments.has("all")
         ReservationPrinter.print(try await connection.request(ReservationsRequest(all: all), expecting: ReservationsReply.self), json: json, showOwner: all)
+    case "language-models":
+        let all = arguments.has("all")
+        LanguageModelPrinter.print(try await connection.request(LanguageModelsRequest(all: all), expecting: LanguageModelsReply.self), json: json, showOwner: all)
     case "release":
         let locale = try arguments.value("locale").orThrow(ModuleArguments.Problem.missingLocale)
         let uid = try arguments.value("uid").map { try UInt32($0).orThrow(WireError(.badRequest, "--uid needs a number")) }

@@ -59,3 +59,27 @@ func imperativeData(locale: Locale, someGenerator: SFCustomLanguageModelData.Phr
     data.insert(phraseCountGenerator: someGenerator)
     try await data.export(to: outputURL)
 }
+
+// §11.5: the seeds' one function around the two calls they could not verify; the parameter is
+// the exported file's URL (Apple's sample reads it from the bundle) and where the handle goes.
+// Changed for Earshot: the two lines the seeds left open, filled in as Earshot declares them.
+
+/// Prepares the exported data at `url`; the handle goes to `handle`.
+func prepareCustomLanguageModel(exportedAt url: URL, handle: URL) async throws -> SFSpeechLanguageModel.Configuration {
+    let configuration = SFSpeechLanguageModel.Configuration(languageModel: handle)
+    try await SFSpeechLanguageModel.prepareCustomLanguageModel(for: url, configuration: configuration)
+    return configuration
+}
+
+// §11.6, verbatim but for the transcriber's construction around it.
+
+/// A dictation transcriber with `preset`'s hints, and the custom language model when there is one.
+func dictationTranscriber(locale: Locale, preset: DictationTranscriber.Preset, lmConfiguration: SFSpeechLanguageModel.Configuration?) -> DictationTranscriber {
+    let contentHints = if let lmConfiguration {
+        preset.contentHints.union([.customizedLanguage(modelConfiguration: lmConfiguration)])
+    } else {
+        preset.contentHints
+    }
+    return DictationTranscriber(locale: locale, contentHints: contentHints, transcriptionOptions: preset.transcriptionOptions,
+                                reportingOptions: preset.reportingOptions, attributeOptions: preset.attributeOptions)
+}

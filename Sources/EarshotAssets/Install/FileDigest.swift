@@ -48,6 +48,14 @@ public enum FileDigest {
         return hex(digest.prefix(Int(length)))
     }
 
+    /// The SHA-256 of `bytes` as 64 lowercase hex digits (OpenSSL's one-shot `EVP_Digest`).
+    public static func sha256(bytes: [UInt8]) throws(SystemError) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1 else { throw SystemError("EVP_Digest", errno: EIO) }
+        return hex(digest.prefix(Int(length)))
+    }
+
     /// Lowercase hexadecimal spelling of `bytes`.
     static func hex(_ bytes: some Collection<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)

@@ -20,6 +20,10 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
     case held(asset: String, version: Int)
     case inconsistentState(String)
     case internalError(String)
+    /// Custom language model data the daemon refuses (what is wrong, and where).
+    case invalidLanguageModel(String)
+    /// The app already keeps `maximum` prepared custom language models.
+    case languageModelQuotaExceeded(client: ClientIdentity, maximum: Int)
 
     public var description: String {
         switch self {
@@ -38,6 +42,9 @@ public enum AssetError: Error, Sendable, CustomStringConvertible {
         case .held(let asset, let version): "\(asset) is held at version \(version); unhold it first (earshotctl unhold \(asset))"
         case .inconsistentState(let what): "asset store is inconsistent: \(what)"
         case .internalError(let what): what
+        case .invalidLanguageModel(let what): what
+        case .languageModelQuotaExceeded(let client, let maximum):
+            "app \(client.appID) of uid \(client.uid) already keeps \(maximum) prepared custom language models, the most one app may keep"
         }
     }
 }

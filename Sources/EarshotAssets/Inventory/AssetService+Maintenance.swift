@@ -232,6 +232,7 @@ extension AssetService {
                 }
             }
             var report = GCReport(dryRun: dryRun, removed: removals.map { GCRemovalInfo(asset: $0.0.key, bytes: $0.0.bytes, reason: $0.1) }, expiredReservations: expired)
+            report.removed += try await languageModels.collect(keeping: live, preparedBefore: now - settings.gcGracePeriod, dryRun: dryRun)
             guard !dryRun else {
                 report.removed += try await sweepDownloads(dryRun: true)
                 return report

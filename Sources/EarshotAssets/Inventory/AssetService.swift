@@ -97,6 +97,8 @@ public struct InstalledAsset: Sendable, Hashable, Codable {
 public actor AssetService {
     let settings: AssetSettings
     let database: InventoryStore
+    /// Apps' prepared custom language models, collected with their reservations.
+    public nonisolated let languageModels: LanguageModelStore
     /// Paces GC, download backoff and progress; dates expiry and grace periods.
     let clock: any ServiceClock
     let downloader: Downloader
@@ -134,6 +136,7 @@ public actor AssetService {
         logSink = log
         self.observer = observer
         database = try InventoryStore(directory: settings.stateDirectory)
+        languageModels = LanguageModelStore(directory: settings.stateDirectory + "/language-models")
         (jobQueue, jobSubmitter) = AsyncStream.makeStream(of: InstallJob.self)
     }
 

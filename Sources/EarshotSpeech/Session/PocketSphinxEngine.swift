@@ -1,17 +1,21 @@
+import EarshotLanguageModel
 import EarshotWire
 import Foundation
 
 /// Builds a session's PocketSphinx decoder from an installed dictation asset.
 enum PocketSphinxEngine {
     /// `files`: role → path, with roles `acoustic_model` (a file inside the acoustic model
-    /// directory), `language_model` and `dictionary`. The contextual strings bias the decoder from
-    /// the start; the stream's ``PocketSphinxStream/unhonored`` says which words could not be used.
-    static func decoder(files: [String: String], contextualStrings: [String]) throws -> PocketSphinxStream {
+    /// directory), `language_model` and `dictionary`. The contextual strings and the custom
+    /// language model (compiled here, its missing words pronounced by espeak-ng) bias the decoder
+    /// from the start; the stream's ``PocketSphinxStream/unhonored`` says which words could not be used.
+    static func decoder(files: [String: String], contextualStrings: [String],
+                        languageModel: (document: CustomLanguageModelDocument, weight: Double)? = nil) throws -> PocketSphinxStream {
         guard let acousticFile = files["acoustic_model"], let lm = files["language_model"], let dictionary = files["dictionary"] else {
             throw SpeechError.incompleteAsset("the dictation asset lacks acoustic_model, language_model or dictionary")
         }
         let model = try PocketSphinxModel(acousticModel: (acousticFile as NSString).deletingLastPathComponent, languageModel: lm, dictionary: dictionary)
         let stream = PocketSphinxStream(try PocketSphinxDecoder(model: model))
+        if let languageModel { try stream.setLanguageModel(try LanguageModelCompiler.compile(languageModel.document), weight: languageModel.weight) }
         try stream.setContext(contextualStrings, applyNow: true)
         return stream
     }
@@ -65,12 +69,22 @@ struct PocketSphinxContext {
         }
     }
 
+    /// The pronunciations `model`'s words lack in `decoder`'s dictionary and in the model's own
+    /// (espeak-ng's, as for contextual words), and the words that cannot be pronounced.
+    static func missingPronunciations(of model: CompiledLanguageModel, decoder: PocketSphinxDecoder) -> (additions: [(word: String, phones: String)], unhonored: [(word: String, reason: String)]) {
+        var context = PocketSphinxContext([], decoder: decoder)
+        for word in model.words where model.pronunciations[word] == nil && decoder.pronunciation(of: word) == nil {
+            if !context.usable(word, decoder: decoder, distinct: 0) { context.unhonored[context.unhonored.count - 1].reason += " (a custom language model word)" }
+        }
+        return (context.additions, context.unhonored)
+    }
+
     /// Adds the pronounced words and installs the phrases (call between utterances).
     func apply(to decoder: PocketSphinxDecoder) throws {
         try decoder.setContextualPhrases(phrases, adding: additions)
     }
 
-    private mutating func usable(_ word: String, decoder: PocketSphinxDecoder, distinct: Int) -> Bool {
+    fileprivate mutating func usable(_ word: String, decoder: PocketSphinxDecoder, distinct: Int) -> Bool {
         guard distinct < Self.maximumWords else {
             unhonored.append((word, "more than \(Self.maximumWords) distinct contextual words"))
             return false
@@ -115,8 +129,18 @@ final class PocketSphinxStream: StreamingDecoding, @unchecked Sendable {
         ((decoder as? MeteredDecoder)?.decoder ?? decoder) as? PocketSphinxStream
     }
 
-    /// The words of the current context that are not used, with why.
-    var unhonored: [(word: String, reason: String)] { lock.withLock { report } }
+    private var languageModelReport: [(word: String, reason: String)] = []
+
+    /// The words of the current context and the custom language model that are not used, with why.
+    var unhonored: [(word: String, reason: String)] { lock.withLock { report + languageModelReport } }
+
+    /// Interpolates the compiled custom language model `model` at `weight` now (before the first
+    /// utterance), its words the dictionary lacks pronounced by espeak-ng.
+    func setLanguageModel(_ model: CompiledLanguageModel, weight: Double) throws {
+        let (additions, unusable) = PocketSphinxContext.missingPronunciations(of: model, decoder: decoder)
+        try decoder.setCustomLanguageModel(model, adding: additions, weight: weight)
+        lock.withLock { languageModelReport = unusable }
+    }
 
     /// Prepares `strings` (blocking: look-ups, espeak-ng) and installs them now, or before the
     /// next utterance when one may be open. Returns the words that are not used.

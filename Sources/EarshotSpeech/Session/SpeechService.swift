@@ -1,4 +1,5 @@
 import Dispatch
+import EarshotLanguageModel
 import EarshotSystem
 import EarshotWire
 import Foundation
@@ -89,13 +90,18 @@ public struct SessionPlan: Sendable {
     public var owner: Int
     /// The uid of the connection's peer: retention is recorded per user.
     public var ownerUID: UInt32
-    public init(modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], vad: ModelAsset, options: AnalysisOptions, context: AnalysisContextData, owner: Int, ownerUID: UInt32) {
+    /// The custom language models dictation modules name (``ModuleConfiguration/languageModel``),
+    /// by handle: the owner's prepared data.
+    public var languageModels: [String: CustomLanguageModelDocument]
+    public init(modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], vad: ModelAsset, options: AnalysisOptions, context: AnalysisContextData, owner: Int, ownerUID: UInt32,
+                languageModels: [String: CustomLanguageModelDocument] = [:]) {
         self.modules = modules
         self.vad = vad
         self.options = options
         self.context = context
         self.owner = owner
         self.ownerUID = ownerUID
+        self.languageModels = languageModels
     }
 }
 
@@ -283,8 +289,12 @@ public actor SpeechService {
             }
             return .segments(transcriber)
         case "pocketsphinx":
+            let languageModel = try configuration.languageModel.map { use in
+                guard let document = plan?.languageModels[use.model] else { throw SpeechError.invalidOptions("custom language model \(use.model) was not resolved") }
+                return (document: document, weight: use.weight ?? PocketSphinxDecoder.defaultCustomModelWeight)
+            }
             let decoder = try await BlockingWork.run("earshot.decoder") {
-                try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.allStrings)
+                try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.allStrings, languageModel: languageModel)
             }
             return .streaming(observer.map { MeteredDecoder(decoder, engine: asset.engine, observer: $0) } ?? decoder)
         case "sherpa-onnx-silero-vad":
@@ -296,8 +306,10 @@ public actor SpeechService {
 
     /// Replaces a running session's modules; new modules analyse audio from now on, removed ones
     /// stop. The session's voice activity detector (and its sensitivity) stays.
-    public func replaceModules(of id: String, with modules: [(configuration: ModuleConfiguration, asset: ModelAsset)]) async throws {
-        guard let entry = sessions[id] else { throw SpeechError.noSession(id) }
+    public func replaceModules(of id: String, with modules: [(configuration: ModuleConfiguration, asset: ModelAsset)],
+                               languageModels: [String: CustomLanguageModelDocument] = [:]) async throws {
+        guard var entry = sessions[id] else { throw SpeechError.noSession(id) }
+        entry.plan.languageModels = languageModels
         var keys: [String] = []
         var batches: [BatchLanes] = []
         let built: [SessionModule]

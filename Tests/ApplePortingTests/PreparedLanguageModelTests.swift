@@ -1,0 +1,140 @@
+import Earshot
+import EarshotWire
+import Foundation
+import Testing
+import TestSupport
+
+/// Custom language models prepared by a real daemon and applied to dictation (000 §11.5–11.6):
+/// the seeds' chess data makes DictationTranscriber read spoken chess commands; prepared models
+/// are reused, kept per app under a quota, refused when hostile, and a model never prepared fails
+/// the session loudly (on Apple it is silently ignored).
+@Suite(.serialized, .enabled(if: Porting.modelsPresent && EmbeddedModels.runs(Flite.available), "needs the embedded catalog and flite (run Scripts/setup.sh)"),
+       .portingDaemon)
+struct PreparedLanguageModelTests {
+    static let english = Locale(identifier: "en_US")
+    static let commands = [
+        "knight to queen bishop three", "pawn to king rook four", "bishop to queen knight five", "rook to king pawn one",
+        "queen to king bishop seven", "king to queen rook two", "pawn to queen pawn six", "knight to king knight eight",
+        "play the albin counter gambit", "play the tartakower",
+    ]
+
+    /// The seeds' data exported into `directory`.
+    static func exported(in directory: TempDirectory, version: String? = nil) async throws -> URL {
+        let url = URL(fileURLWithPath: directory.file("CustomLMData (en_US)\(version ?? "").bin"))
+        if let version {
+            let data = SFCustomLanguageModelData(locale: english, identifier: "com.example.chess", version: version) {
+                SFCustomLanguageModelData.PhraseCount(phrase: "Play the Albin counter gambit", count: 10)
+            }
+            try await data.export(to: url)
+        } else {
+            try await datagenerator(outputURL: url)
+        }
+        return url
+    }
+
+    @Test func theSeedsChessModelMakesDictationReadChessCommands() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("eslm")
+        defer { directory.remove() }
+        let lmConfiguration = try await prepareCustomLanguageModel(exportedAt: try await Self.exported(in: directory),
+                                                                   handle: URL(fileURLWithPath: directory.file("chess.handle")))
+        var urls: [URL] = []
+        var references: [String] = []
+        for voice in Flite.voices {
+            for (index, command) in Self.commands.enumerated() {
+                urls.append(URL(fileURLWithPath: try await Flite.wav(command, voice: voice, name: "\(voice)-\(index).wav", in: directory)))
+                references.append(command)
+            }
+        }
+        // One command a session, as an app that takes spoken moves would run them.
+        var plain = "", biased = "", unhonored: [UnhonoredRequest] = []
+        for url in urls {
+            plain += try await dictate([url], with: dictationTranscriber(locale: Self.english, preset: .longDictation, lmConfiguration: nil), contexts: [nil])
+            let transcriber = dictationTranscriber(locale: Self.english, preset: .longDictation, lmConfiguration: lmConfiguration)
+            biased += try await dictate([url], with: transcriber, contexts: [nil])
+            unhonored += transcriber.unhonoredRequests
+        }
+        let reference = references.joined(separator: " ")
+        let before = WordErrorRate.rate([(reference, plain)]), after = WordErrorRate.rate([(reference, biased)])
+        print(String(format: "[custom language model] %d words: WER %.1f %% without, %.1f %% with\n  without: %@\n  with:    %@",
+                     WordErrorRate.words(reference).count, before * 100, after * 100, plain, biased))
+        #expect(before > 0.4)
+        #expect(after < 0.15)
+        #expect(!unhonored.contains { $0.kind == .contextualString }, "every model word is pronounced: \(unhonored)")
+    }
+
+    @Test func preparedModelsAreReusedKeptPerAppBoundedAndPrivate() async throws {
+        let daemon = try #require(Porting.daemon)
+        let directory = try TempDirectory("eslm")
+        defer { directory.remove() }
+        let connection = try await DaemonConnection.connect(socket: daemon.socket, appID: "com.example.lm-quota")
+        func prepare(_ url: URL, ignoresCache: Bool = false) async throws -> PrepareLanguageModelReply {
+            try await connection.request(PrepareLanguageModelRequest(ignoresCache: ignoresCache), payload: Array(try Data(contentsOf: url)),
+                                         expecting: PrepareLanguageModelReply.self)
+        }
+        let chess = try await Self.exported(in: directory)
+        let first = try await prepare(chess), again = try await prepare(chess), rebuilt = try await prepare(chess, ignoresCache: true)
+        #expect(!first.reused && again.reused && !rebuilt.reused)
+        #expect(first.prepared.model == again.prepared.model && again.prepared.model == rebuilt.prepared.model)
+        #expect(first.prepared.phrases == 3 + 576 && first.prepared.identifier == "com.example.chess" && first.prepared.locale == "en-US")
+
+        // Hostile or broken data: a typed refusal, nothing stored.
+        for bytes in [Array("{\"format\":".utf8), Array("not json".utf8), [UInt8](repeating: 0xff, count: 64)] {
+            await #expect(throws: EarshotError.self) {
+                _ = try await connection.request(PrepareLanguageModelRequest(), payload: bytes, expecting: PrepareLanguageModelReply.self)
+            }
+        }
+        let listed = try await connection.request(LanguageModelsRequest(), expecting: LanguageModelsReply.self)
+        #expect(listed.models.filter { $0.appId == "com.example.lm-quota" }.count == 1 && listed.maximum == 8)
+
+        // Eight per app; the ninth is refused, another app has its own eight.
+        for version in 2...8 { _ = try await prepare(try await Self.exported(in: directory, version: "\(version)")) }
+        do {
+            _ = try await prepare(try await Self.exported(in: directory, version: "9"))
+            Issue.record("a ninth prepared model was accepted")
+        } catch let EarshotError.daemon(error) {
+            #expect(error.code == .quotaExceeded, "\(error)")
+        }
+        let other = try await DaemonConnection.connect(socket: daemon.socket, appID: "com.example.other")
+        _ = try await other.request(PrepareLanguageModelRequest(), payload: Array(try Data(contentsOf: chess)), expecting: PrepareLanguageModelReply.self)
+        await other.close()
+        await connection.close()
+
+        // Kept under the state directory, private to the daemon.
+        let folder = daemon.directory.file("state/language-models/\(getuid())")
+        let attributes = try FileManager.default.attributesOfItem(atPath: folder)
+        #expect((attributes[.posixPermissions] as? Int) == 0o700)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }
+        let mine = try await DaemonConnection.connect(socket: daemon.socket, appID: "com.example.lm-quota")
+        let all = try await mine.request(LanguageModelsRequest(), expecting: LanguageModelsReply.self).models
+        await mine.close()
+        #expect(all.filter { $0.appId == "com.example.lm-quota" }.count == 8 && all.filter { $0.appId == "com.example.other" }.count == 1)
+        #expect(files.count == all.count)
+        #expect(try files.allSatisfy { (try FileManager.default.attributesOfItem(atPath: folder + "/" + $0)[.posixPermissions] as? Int) == 0o600 })
+    }
+
+    @Test func aModelNeverPreparedFailsTheSessionInsteadOfBeingIgnored() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("eslm")
+        defer { directory.remove() }
+        let command = URL(fileURLWithPath: try await Flite.wav(Self.commands[0], voice: Flite.voices[0], name: "c.wav", in: directory))
+        // Apple's silent failure: the hint built from a configuration whose model was never prepared.
+        let unprepared = SFSpeechLanguageModel.Configuration(languageModel: URL(fileURLWithPath: directory.file("never.handle")))
+        do {
+            _ = try await dictate([command], with: dictationTranscriber(locale: Self.english, preset: .longDictation, lmConfiguration: unprepared), contexts: [nil])
+            Issue.record("a session opened with a custom language model that was never prepared")
+        } catch let EarshotError.invalidLanguageModelData(message) {
+            #expect(message.contains("prepareCustomLanguageModel"), "\(message)")
+        }
+        // A handle naming a model the daemon does not have (another user's, or removed).
+        let handle = directory.file("foreign.handle")
+        _ = try directory.write("foreign.handle", #"{"format":"earshot-prepared-language-model","formatVersion":1,"model":"\#(String(repeating: "ab", count: 32))","identifier":"x","version":"1","locale":"en-US"}"#)
+        do {
+            _ = try await dictate([command], with: dictationTranscriber(locale: Self.english, preset: .longDictation,
+                                                                       lmConfiguration: .init(languageModel: URL(fileURLWithPath: handle))), contexts: [nil])
+            Issue.record("a session opened with a custom language model the daemon does not have")
+        } catch let EarshotError.daemon(error) {
+            #expect(error.code == .notFound, "\(error)")
+        }
+    }
+}

@@ -52,7 +52,8 @@ let package = Package(
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
         .target(name: "EarshotTranscript", dependencies: ["EarshotWire"], exclude: ["README.md"]),
-        .target(name: "EarshotLanguageModel", exclude: ["README.md"]),
+        // Optimised in debug builds too: compiling a model runs per phrase (up to 300 000) as a session opens.
+        .target(name: "EarshotLanguageModel", exclude: ["README.md"], swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript", "CTerminal"], exclude: ["README.md"]),
         .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot", "EarshotLanguageModel"], exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [

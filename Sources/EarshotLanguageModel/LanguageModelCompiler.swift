@@ -1,14 +1,18 @@
 import Foundation
 
 /// Custom language model data compiled for an n-gram dictation engine: a trigram model of the
-/// weighted phrases in ARPA form, its words, and the data's pronunciations as the engine's phones.
+/// weighted phrases in ARPA form, its words, the data's pronunciations as the engine's phones, and
+/// how its phrases were written. Only ``LanguageModelCompiler`` makes one: sphinxbase crashes on a
+/// malformed ARPA file, so an engine takes this type, never ARPA text.
 public struct CompiledLanguageModel: Sendable, Hashable {
     /// The model in ARPA text form.
-    public var arpa: String
+    public let arpa: String
     /// The model's words (lower case, numbers spelled out), sorted.
-    public var words: [String]
+    public let words: [String]
     /// Each pronounced word (lower case) and its phone strings (CMU phones separated by spaces).
-    public var pronunciations: [String: [String]]
+    public let pronunciations: [String: [String]]
+    /// How the phrases were written, for giving recognized words back in that form.
+    public let writtenForms: WrittenForms
 }
 
 /// Compiles ``CustomLanguageModelDocument``s: every phrase (templates expanded, each expansion
@@ -21,12 +25,20 @@ public enum LanguageModelCompiler {
     public static func compile(_ document: CustomLanguageModelDocument, limits: CustomLanguageModelLimits = .standard) throws(CustomLanguageModelError) -> CompiledLanguageModel {
         try document.validate(limits)
         var counts = NGramCounts()
-        for phrase in document.phrases { counts.add(words(of: phrase.phrase), weight: Double(phrase.count)) }
+        var written = WrittenForms()
+        for phrase in document.phrases {
+            counts.add(words(of: phrase.phrase), weight: Double(phrase.count))
+            written.add(phrase.phrase)
+        }
         for group in document.templateGroups {
             for template in group.templates {
                 let expansion = try TemplateExpansion(template.body)
                 let share = Double(template.count) / Double(try expansion.expansions(classes: group.classes, limit: limits.maxExpandedPhrases))
-                expansion.forEachExpansion(classes: group.classes) { counts.add(words(of: $0), weight: share); return true }
+                expansion.forEachExpansion(classes: group.classes) { phrase in
+                    counts.add(words(of: phrase), weight: share)
+                    written.add(phrase)
+                    return true
+                }
             }
         }
         guard counts.tokens > 0 else { throw .invalid("the data", "has no phrases with words") }
@@ -38,14 +50,17 @@ public enum LanguageModelCompiler {
                 if !pronunciations[word, default: []].contains(phones) { pronunciations[word, default: []].append(phones) }
             }
         }
-        return CompiledLanguageModel(arpa: counts.arpa(), words: counts.vocabulary.sorted(), pronunciations: pronunciations)
+        return CompiledLanguageModel(arpa: counts.arpa(), words: counts.vocabulary.sorted(), pronunciations: pronunciations, writtenForms: written)
     }
 
     /// A phrase's words as the dictionary spells them: lower case, split at anything but letters,
     /// digits and inner apostrophes, whole numbers spelled out ("8" → "eight", "1,000" → "one
     /// thousand"; with a leading zero, digit by digit: "007" → "zero zero seven").
     public static func words(of phrase: String) -> [String] {
-        let joined = phrase.lowercased().replacingOccurrences(of: #"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))"#, with: "", options: .regularExpression)
+        let lowered = phrase.lowercased()
+        // Thousands separators only where there is a comma between digits to look for.
+        let joined = lowered.contains(",") && lowered.contains(where: \.isNumber)
+            ? lowered.replacingOccurrences(of: #"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))"#, with: "", options: .regularExpression) : lowered
         return joined.split { !$0.isLetter && !$0.isNumber && $0 != "'" }.flatMap { token -> [String] in
             let word = String(token.drop { $0 == "'" }.reversed().drop { $0 == "'" }.reversed())
             guard !word.isEmpty, word.allSatisfy({ $0.isASCII && $0.isNumber }) else { return word.isEmpty ? [] : [word] }

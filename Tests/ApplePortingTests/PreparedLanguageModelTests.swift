@@ -12,11 +12,19 @@ import TestSupport
        .portingDaemon)
 struct PreparedLanguageModelTests {
     static let english = Locale(identifier: "en_US")
+    /// Commands the template covers, and two named lines, as the data writes them (flite says
+    /// their words: "knight to queen bishop three"); dictation gives them back as written.
     static let commands = [
-        "knight to queen bishop three", "pawn to king rook four", "bishop to queen knight five", "rook to king pawn one",
-        "queen to king bishop seven", "king to queen rook two", "pawn to queen pawn six", "knight to king knight eight",
-        "play the albin counter gambit", "play the tartakower",
+        "knight to queen bishop 3", "pawn to king rook 4", "bishop to queen knight 5", "rook to king pawn 1",
+        "queen to king bishop 7", "king to queen rook 2", "pawn to queen pawn 6", "knight to king knight 8",
+        "Play the Albin counter gambit", "Play the Tartakower",
     ]
+
+    /// What flite is given for a command: its words, numbers spelled out.
+    static func spoken(_ command: String) -> String {
+        command.split(separator: " ").map { Int($0).map { ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"][$0] } ?? String($0) }
+            .joined(separator: " ")
+    }
 
     /// The seeds' data exported into `directory`.
     static func exported(in directory: TempDirectory, version: String? = nil) async throws -> URL {
@@ -42,7 +50,7 @@ struct PreparedLanguageModelTests {
         var references: [String] = []
         for voice in Flite.voices {
             for (index, command) in Self.commands.enumerated() {
-                urls.append(URL(fileURLWithPath: try await Flite.wav(command, voice: voice, name: "\(voice)-\(index).wav", in: directory)))
+                urls.append(URL(fileURLWithPath: try await Flite.wav(Self.spoken(command), voice: voice, name: "\(voice)-\(index).wav", in: directory)))
                 references.append(command)
             }
         }
@@ -113,11 +121,36 @@ struct PreparedLanguageModelTests {
         #expect(try files.allSatisfy { (try FileManager.default.attributesOfItem(atPath: folder + "/" + $0)[.posixPermissions] as? Int) == 0o600 })
     }
 
+    /// Two more of Apple's silent failures, refused here: a model for another language than the
+    /// transcriber's, and a weight outside (0, 1).
+    @Test func aModelForAnotherLanguageOrWithABadWeightIsRefused() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("eslm")
+        defer { directory.remove() }
+        let command = URL(fileURLWithPath: try await Flite.wav(Self.spoken(Self.commands[0]), voice: Flite.voices[0], name: "c.wav", in: directory))
+        let german = SFCustomLanguageModelData(locale: Locale(identifier: "de_DE"), identifier: "com.example.schach", version: "1") {
+            SFCustomLanguageModelData.PhraseCount(phrase: "Springer nach Dame Läufer drei", count: 10)
+        }
+        let exported = URL(fileURLWithPath: directory.file("CustomLMData (de_DE).bin"))
+        try await german.export(to: exported)
+        let schach = try await prepareCustomLanguageModel(exportedAt: exported, handle: URL(fileURLWithPath: directory.file("schach.handle")))
+        let chess = try await prepareCustomLanguageModel(exportedAt: try await Self.exported(in: directory), handle: URL(fileURLWithPath: directory.file("chess.handle")))
+        let heavy = SFSpeechLanguageModel.Configuration(languageModel: chess.languageModel, weight: 1.5)
+        for (configuration, expected) in [(schach, "is for de-DE"), (heavy, "weight must be between 0 and 1")] {
+            do {
+                _ = try await dictate([command], with: dictationTranscriber(locale: Self.english, preset: .longDictation, lmConfiguration: configuration), contexts: [nil])
+                Issue.record("a session opened with \(configuration)")
+            } catch let EarshotError.daemon(error) {
+                #expect(error.code == .badRequest && error.message.contains(expected), "\(error)")
+            }
+        }
+    }
+
     @Test func aModelNeverPreparedFailsTheSessionInsteadOfBeingIgnored() async throws {
         try await Porting.useDaemon()
         let directory = try TempDirectory("eslm")
         defer { directory.remove() }
-        let command = URL(fileURLWithPath: try await Flite.wav(Self.commands[0], voice: Flite.voices[0], name: "c.wav", in: directory))
+        let command = URL(fileURLWithPath: try await Flite.wav(Self.spoken(Self.commands[0]), voice: Flite.voices[0], name: "c.wav", in: directory))
         // Apple's silent failure: the hint built from a configuration whose model was never prepared.
         let unprepared = SFSpeechLanguageModel.Configuration(languageModel: URL(fileURLWithPath: directory.file("never.handle")))
         do {

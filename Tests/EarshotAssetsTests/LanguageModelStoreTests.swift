@@ -45,6 +45,26 @@ import TestSupport
         #expect(try await store.list(uid: nil).isEmpty)
     }
 
+    /// Inventing app ids does not get a uid more disk: its apps' models share one byte budget.
+    @Test func aUsersAppsShareOneByteBudget() async throws {
+        let directory = try TempDirectory("eslmstore")
+        defer { directory.remove() }
+        let first = try await LanguageModelStore(directory: directory.path).prepare(try Self.data(), for: ClientIdentity(uid: 1000, appID: "a"), ignoresCache: false).0
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: directory.file("1000/\(first.model).json"))[.size] as? Int)
+        // Room for one model and a half.
+        let store = LanguageModelStore(directory: directory.path, maximumBytesPerUser: size * 3 / 2)
+        do {
+            _ = try await store.prepare(try Self.data(), for: ClientIdentity(uid: 1000, appID: "b"), ignoresCache: false)
+            Issue.record("a second app's model passed the uid's byte budget")
+        } catch AssetError.userQuotaExceeded(let message) {
+            #expect(message.contains("uid 1000"), "\(message)")
+        }
+        // Another uid has a budget of its own; preparing the same model again needs no more room.
+        _ = try await store.prepare(try Self.data(), for: ClientIdentity(uid: 1001, appID: "b"), ignoresCache: false)
+        #expect(try await store.prepare(try Self.data(), for: ClientIdentity(uid: 1000, appID: "a"), ignoresCache: true).reused == false)
+        #expect(try await store.list(uid: 1000).count == 1)
+    }
+
     @Test func unreservedModelsAreCollectedAfterTheGracePeriod() async throws {
         let directory = try TempDirectory("eslmstore")
         defer { directory.remove() }

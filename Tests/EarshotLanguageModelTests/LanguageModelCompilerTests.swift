@@ -68,3 +68,31 @@ import Testing
         #expect(throws: CustomLanguageModelError.invalid("the data", "has no phrases with words")) { try LanguageModelCompiler.compile(empty) }
     }
 }
+
+/// Recognized words given back as the model's phrases wrote them.
+@Suite struct WrittenFormsTests {
+    static let forms = try! LanguageModelCompiler.compile(CustomLanguageModelDocument(
+        locale: "en-US", identifier: "chess", version: "1",
+        phrases: [.init(phrase: "Play the Albin counter-gambit", count: 1), .init(phrase: "pay 1,000 now", count: 1), .init(phrase: "resign", count: 1)],
+        templateGroups: [.init(classes: ["piece": ["pawn", "knight"], "rank": ["3", "8"]], templates: [.init(body: "<piece> to <rank>", count: 4)])])).writtenForms
+
+    static func texts(_ words: String) -> [String] {
+        forms.rewrite(words.split(separator: " ").map(String.init)).map(\.text)
+    }
+
+    @Test func aRunThatSpellsAPhraseIsWrittenAsThePhraseWroteIt() {
+        #expect(Self.texts("knight to eight") == ["knight", "to", "8"])
+        #expect(Self.texts("play the albin counter gambit") == ["Play", "the", "Albin", "counter-gambit"])
+        #expect(Self.texts("ok knight to three then pawn to eight") == ["ok", "knight", "to", "3", "then", "pawn", "to", "8"])
+        // Each written word spans the words it was spelled as.
+        #expect(Self.forms.rewrite(["please", "pay", "one", "thousand", "now"]).map(\.range) == [0..<1, 1..<2, 2..<4, 4..<5])
+        #expect(Self.texts("please pay one thousand now") == ["please", "pay", "1,000", "now"])
+    }
+
+    @Test func wordsOutsideAPhraseStayAsRecognized() {
+        #expect(Self.texts("i have three cats") == ["i", "have", "three", "cats"])
+        #expect(Self.texts("knight to") == ["knight", "to"])
+        #expect(Self.texts("resign") == ["resign"])
+        #expect(Self.forms.rewrite([]).isEmpty)
+    }
+}

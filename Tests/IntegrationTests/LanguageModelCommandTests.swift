@@ -39,7 +39,8 @@ struct LanguageModelCommandTests {
         let biased = try await run("earshot", ["transcribe", "--lm", directory.file("chess.handle"), move])
         print("[earshot transcribe] without --lm: \(plain.stdout)with --lm: \(biased.stdout)")
         #expect(WordErrorRate.words(plain.stdout) != WordErrorRate.words("knight to queen bishop three"), "the baseline must misread it for the test to mean anything")
-        #expect(WordErrorRate.words(biased.stdout) == WordErrorRate.words("knight to queen bishop three"), "\(biased.stderr)")
+        // Given back as the data wrote it.
+        #expect(biased.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "knight to queen bishop 3", "\(biased.stderr)")
 
         // Nothing accepted and ignored: --lm with Whisper, a missing handle, bad data.
         let whisper = try await run("earshot", ["transcribe", "--module", "transcriber", "--lm", directory.file("chess.handle"), move])

@@ -6,7 +6,8 @@ import Foundation
 /// Prepared custom language models (Apple's `prepareCustomLanguageModel`): an app's exported data,
 /// checked and compiled once, kept per uid under the state directory
 /// (`language-models/<uid>/<model>.json`, 0600, in a 0700 directory), at most `maximumPerApp` per
-/// app. A model is named by the SHA-256 of its app and its data (`model`), so preparing the same
+/// app and `maximumBytesPerUser` for all of a uid's apps together (so inventing app ids cannot fill
+/// the disk). A model is named by the SHA-256 of its app and its data (`model`), so preparing the same
 /// data again reuses it; sessions of the same uid name it to use it, and another uid cannot.
 public actor LanguageModelStore {
     /// What the store keeps of one prepared model.
@@ -17,11 +18,14 @@ public actor LanguageModelStore {
 
     private let directory: String
     public nonisolated let maximumPerApp: Int
+    /// Most bytes of prepared models one uid keeps, all its apps together.
+    public nonisolated let maximumBytesPerUser: Int
     private let limits: CustomLanguageModelLimits
 
-    public init(directory: String, maximumPerApp: Int = 8, limits: CustomLanguageModelLimits = .standard) {
+    public init(directory: String, maximumPerApp: Int = 8, maximumBytesPerUser: Int = 32 << 20, limits: CustomLanguageModelLimits = .standard) {
         self.directory = directory
         self.maximumPerApp = maximumPerApp
+        self.maximumBytesPerUser = maximumBytesPerUser
         self.limits = limits
     }
 
@@ -30,7 +34,7 @@ public actor LanguageModelStore {
     /// for the app and `ignoresCache` is false. Refused past the app's quota.
     public func prepare(_ bytes: [UInt8], for client: ClientIdentity, ignoresCache: Bool, clientIdentifier: String? = nil,
                         now: Date = Date()) async throws -> (PreparedLanguageModelInfo, reused: Bool) {
-        let (directory, limits, maximum) = (directory, limits, maximumPerApp)
+        let (directory, limits, maximum, maximumBytes) = (directory, limits, maximumPerApp, maximumBytesPerUser)
         if let clientIdentifier, clientIdentifier.isEmpty || clientIdentifier.count > limits.maxIdentifierLength
             || clientIdentifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             throw AssetError.invalidLanguageModel("a client identifier is 1 to \(limits.maxIdentifierLength) characters with no control characters")
@@ -61,7 +65,13 @@ public actor LanguageModelStore {
             let info = PreparedLanguageModelInfo(model: model, identifier: document.identifier, version: document.version, locale: document.locale,
                                                  uid: client.uid, appId: client.appID, clientIdentifier: clientIdentifier, phrases: phrases, words: compiled.words.count,
                                                  prepared: now.timeIntervalSince1970)
-            try Self.write(Entry(info: info, document: document), to: path)
+            let entry = try JSONEncoder().encode(Entry(info: info, document: document))
+            let used = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") && $0 != "\(model).json" }
+                .reduce(0) { $0 + (((try? FileManager.default.attributesOfItem(atPath: "\(folder)/\($1)"))?[.size] as? Int) ?? 0) }
+            guard used + entry.count <= maximumBytes else {
+                throw AssetError.userQuotaExceeded("uid \(client.uid)'s prepared custom language models would take \(used + entry.count) bytes, over the \(maximumBytes) one user may keep (garbage collection removes those no reservation keeps)")
+            }
+            try Self.write(entry, to: path)
             return (info, false)
         }
     }
@@ -132,9 +142,8 @@ public actor LanguageModelStore {
         try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.compactMap { try? entry(at: "\(folder)/\($0)") }
     }
 
-    /// Writes `entry` to `path` through a temporary file and a rename (0600).
-    private static func write(_ entry: Entry, to path: String) throws {
-        let data = try JSONEncoder().encode(entry)
+    /// Writes `data` to `path` through a temporary file and a rename (0600).
+    private static func write(_ data: Data, to path: String) throws {
         let temporary = path + ".tmp"
         guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
             throw AssetError.internalError("cannot write \(temporary): \(String(cString: strerror(errno)))")

@@ -6,16 +6,16 @@ import Foundation
 enum PocketSphinxEngine {
     /// `files`: role → path, with roles `acoustic_model` (a file inside the acoustic model
     /// directory), `language_model` and `dictionary`. The contextual strings and the custom
-    /// language model (compiled here, its missing words pronounced by espeak-ng) bias the decoder
-    /// from the start; the stream's ``PocketSphinxStream/unhonored`` says which words could not be used.
+    /// language model (its missing words pronounced by espeak-ng) bias the decoder from the start;
+    /// the stream's ``PocketSphinxStream/unhonored`` says which words could not be used.
     static func decoder(files: [String: String], contextualStrings: [String],
-                        languageModel: (document: CustomLanguageModelDocument, weight: Double)? = nil) throws -> PocketSphinxStream {
+                        languageModel: (model: CompiledLanguageModel, weight: Double)? = nil) throws -> PocketSphinxStream {
         guard let acousticFile = files["acoustic_model"], let lm = files["language_model"], let dictionary = files["dictionary"] else {
             throw SpeechError.incompleteAsset("the dictation asset lacks acoustic_model, language_model or dictionary")
         }
         let model = try PocketSphinxModel(acousticModel: (acousticFile as NSString).deletingLastPathComponent, languageModel: lm, dictionary: dictionary)
         let stream = PocketSphinxStream(try PocketSphinxDecoder(model: model))
-        if let languageModel { try stream.setLanguageModel(try LanguageModelCompiler.compile(languageModel.document), weight: languageModel.weight) }
+        if let languageModel { try stream.setLanguageModel(languageModel.model, weight: languageModel.weight) }
         try stream.setContext(contextualStrings, applyNow: true)
         return stream
     }
@@ -130,6 +130,8 @@ final class PocketSphinxStream: StreamingDecoding, @unchecked Sendable {
     }
 
     private var languageModelReport: [(word: String, reason: String)] = []
+    /// How the custom language model's phrases were written (nil: no model, or none differ).
+    private var writtenForms: WrittenForms?
 
     /// The words of the current context and the custom language model that are not used, with why.
     var unhonored: [(word: String, reason: String)] { lock.withLock { report + languageModelReport } }
@@ -139,7 +141,28 @@ final class PocketSphinxStream: StreamingDecoding, @unchecked Sendable {
     func setLanguageModel(_ model: CompiledLanguageModel, weight: Double) throws {
         let (additions, unusable) = PocketSphinxContext.missingPronunciations(of: model, decoder: decoder)
         try decoder.setCustomLanguageModel(model, adding: additions, weight: weight)
-        lock.withLock { languageModelReport = unusable }
+        lock.withLock {
+            languageModelReport = unusable
+            writtenForms = model.writtenForms.isEmpty ? nil : model.writtenForms
+        }
+    }
+
+    /// `transcription` with runs that spell a phrase of the custom language model given back as
+    /// the phrase wrote them (a written word spans the times of the words it stands for).
+    private func written(_ transcription: Transcription) -> Transcription {
+        guard let forms = lock.withLock({ writtenForms }) else { return transcription }
+        var result = transcription
+        let words = transcription.words
+        result.words = forms.rewrite(words.map(\.text)).map { text, range in
+            let spanned = words[range]
+            return RecognizedWord(text: text, start: spanned.first?.start, end: spanned.last?.end,
+                                  confidence: spanned.compactMap(\.confidence).min(), tokens: spanned.flatMap(\.tokens))
+        }
+        if !words.isEmpty { result.text = result.words.map(\.text).joined(separator: " ") }
+        result.alternatives = transcription.alternatives.map { alternative in
+            forms.rewrite(alternative.split(separator: " ").map(String.init)).map(\.text).joined(separator: " ")
+        }
+        return result
     }
 
     /// Prepares `strings` (blocking: look-ups, espeak-ng) and installs them now, or before the
@@ -163,12 +186,12 @@ final class PocketSphinxStream: StreamingDecoding, @unchecked Sendable {
     }
 
     func process(_ samples: [Float]) throws { try decoder.process(samples) }
-    func partial() -> Transcription? { decoder.partial() }
-    func endUtterance(alternatives: Int) throws -> Transcription { try decoder.endUtterance(alternatives: alternatives) }
+    func partial() -> Transcription? { decoder.partial().map(written) }
+    func endUtterance(alternatives: Int) throws -> Transcription { written(try decoder.endUtterance(alternatives: alternatives)) }
 
     func decodeWhole(_ samples: [Float], alternatives: Int) throws -> Transcription {
         try applyPending()
-        return try decoder.decodeUtterance(samples, alternatives: alternatives)
+        return written(try decoder.decodeUtterance(samples, alternatives: alternatives))
     }
 
     private func applyPending() throws {

@@ -172,6 +172,11 @@ public actor SpeechService {
     /// Opens waiting for a slot.
     private var queue = AdmissionQueue()
     private var nextID = 1
+    /// Custom language models compiled for sessions, by handle, most recent last (compiling the
+    /// largest data allowed takes seconds; sessions of one app reuse it).
+    private var compiledModels: [(model: String, compiled: CompiledLanguageModel)] = []
+    /// How many compiled custom language models stay cached.
+    static let compiledModelsKept = 4
     /// Told what each decode cost (the daemon's real-time factor metrics).
     private let observer: (any SpeechObserver)?
     /// Approximate memory of one per-session decoder, by asset key (read from its files once).
@@ -289,11 +294,12 @@ public actor SpeechService {
             }
             return .segments(transcriber)
         case "pocketsphinx":
-            let languageModel = try configuration.languageModel.map { use in
+            var languageModel: (model: CompiledLanguageModel, weight: Double)?
+            if let use = configuration.languageModel {
                 guard let document = plan?.languageModels[use.model] else { throw SpeechError.invalidOptions("custom language model \(use.model) was not resolved") }
-                return (document: document, weight: use.weight ?? PocketSphinxDecoder.defaultCustomModelWeight)
+                languageModel = (try await compiled(use.model, document), use.weight ?? PocketSphinxDecoder.defaultCustomModelWeight)
             }
-            let decoder = try await BlockingWork.run("earshot.decoder") {
+            let decoder = try await BlockingWork.run("earshot.decoder") { [languageModel] in
                 try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.allStrings, languageModel: languageModel)
             }
             return .streaming(observer.map { MeteredDecoder(decoder, engine: asset.engine, observer: $0) } ?? decoder)
@@ -302,6 +308,21 @@ public actor SpeechService {
         default:
             throw SpeechError.unknownEngine(asset: asset.key, engine: asset.engine)
         }
+    }
+
+    /// The compiled model of prepared data `document` (handle `model`), from the cache or compiled
+    /// on a thread of its own.
+    private func compiled(_ model: String, _ document: CustomLanguageModelDocument) async throws -> CompiledLanguageModel {
+        if let index = compiledModels.firstIndex(where: { $0.model == model }) {
+            let entry = compiledModels.remove(at: index)
+            compiledModels.append(entry)
+            return entry.compiled
+        }
+        let compiled = try await BlockingWork.run("earshot.language-model") { try LanguageModelCompiler.compile(document) }
+        compiledModels.removeAll { $0.model == model }
+        compiledModels.append((model, compiled))
+        if compiledModels.count > Self.compiledModelsKept { compiledModels.removeFirst() }
+        return compiled
     }
 
     /// Replaces a running session's modules; new modules analyse audio from now on, removed ones

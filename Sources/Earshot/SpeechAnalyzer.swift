@@ -337,7 +337,13 @@ public actor SpeechAnalyzer {
     private static func sessionConfigurations(_ modules: [any SpeechModule]) async throws -> [ModuleConfiguration] {
         var configurations: [ModuleConfiguration] = []
         for module in modules {
-            configurations.append(try await (module as? DictationTranscriber)?.sessionConfiguration() ?? module.moduleConfiguration)
+            if let dictation = module as? DictationTranscriber {
+                configurations.append(try await dictation.sessionConfiguration())
+            } else if let transcriber = module as? SpeechTranscriber {
+                configurations.append(try await transcriber.sessionConfiguration())
+            } else {
+                configurations.append(module.moduleConfiguration)
+            }
         }
         return configurations
     }

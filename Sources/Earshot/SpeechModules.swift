@@ -130,6 +130,9 @@ public final class SpeechTranscriber: LocaleDependentSpeechModule {
     public let transcriptionOptions: Set<TranscriptionOption>
     public let reportingOptions: Set<ReportingOption>
     public let attributeOptions: Set<ResultAttributeOption>
+    /// A prepared custom language model whose phrases and words bias Whisper's search (Earshot
+    /// extension: Apple's SpeechTranscriber takes none; see Docs/CUSTOM_LANGUAGE_MODELS.md).
+    public let customLanguageModel: SFSpeechLanguageModel.Configuration?
     private let presetName: String?
     private let channel = ResultChannel<Result>()
 
@@ -139,21 +142,24 @@ public final class SpeechTranscriber: LocaleDependentSpeechModule {
     /// This module's results in the analyzer it is part of; ends when the session finishes.
     public var results: ModuleResults<Result> { ModuleResults(stream: channel.stream) }
 
-    public init(locale: Locale, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>) {
+    public init(locale: Locale, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>,
+                customLanguageModel: SFSpeechLanguageModel.Configuration? = nil) {
         self.locale = locale
         self.transcriptionOptions = transcriptionOptions
         self.reportingOptions = reportingOptions
         self.attributeOptions = attributeOptions
+        self.customLanguageModel = customLanguageModel
         presetName = nil
     }
 
     public var selectedLocales: [Locale] { [locale] }
 
-    public init(locale: Locale, preset: Preset) {
+    public init(locale: Locale, preset: Preset, customLanguageModel: SFSpeechLanguageModel.Configuration? = nil) {
         self.locale = locale
         transcriptionOptions = preset.transcriptionOptions
         reportingOptions = preset.reportingOptions
         attributeOptions = preset.attributeOptions
+        self.customLanguageModel = customLanguageModel
         presetName = preset.name
     }
 
@@ -165,6 +171,14 @@ public final class SpeechTranscriber: LocaleDependentSpeechModule {
                             transcriptionOptions: transcriptionOptions.map(\.rawValue).sorted(),
                             reportingOptions: reportingOptions.map(\.rawValue).sorted(),
                             attributeOptions: attributeOptions.map(\.rawValue).sorted())
+    }
+
+    /// The module as a session opens it: with its custom language model (reading the handle file;
+    /// throws if it was never prepared).
+    func sessionConfiguration() async throws -> ModuleConfiguration {
+        var configuration = moduleConfiguration
+        if let customLanguageModel { configuration.languageModel = try await SFSpeechLanguageModel.use(customLanguageModel) }
+        return configuration
     }
 }
 

@@ -262,13 +262,15 @@ actor AnalysisCoordinator {
 
     /// Leases each module's asset (appending to `leases`, so a caller can give them back on failure).
     /// The prepared data of every custom language model `modules` name, as `uid` prepared it
-    /// (another uid's is not found). Only dictation modules take one, at a weight in (0, 1).
+    /// (another uid's is not found). Dictation interpolates it at a weight in (0, 1); a
+    /// transcriber (Whisper) takes its phrases as contextual strings, with no weight.
     private func languageModelDocuments(for modules: [ModuleConfiguration], uid: UInt32) async throws -> [String: CustomLanguageModelDocument] {
         var documents: [String: CustomLanguageModelDocument] = [:]
         for module in modules {
             guard let use = module.languageModel else { continue }
-            guard module.kind == .dictation else {
-                throw WireError(.badRequest, "a custom language model applies to dictation modules only, not to a \(module.kind.rawValue) module")
+            guard module.kind != .detector else { throw WireError(.badRequest, "a detector module takes no custom language model") }
+            if module.kind == .transcriber, use.weight != nil {
+                throw WireError(.badRequest, "a transcriber takes a custom language model's phrases as contextual strings, with no weight; weights are for dictation")
             }
             if let weight = use.weight, !(weight > 0 && weight < 1) {
                 throw WireError(.badRequest, "a custom language model's weight must be between 0 and 1 (exclusive), not \(weight)")

@@ -173,6 +173,25 @@ public struct CustomLanguageModelDocument: Codable, Hashable, Sendable {
         }
     }
 
+    /// What a decoder that biases towards phrases (Whisper's contextual strings) takes from the
+    /// data, most telling first: the phrases by weight, the pronounced words, then the members of
+    /// the templates' classes (whole numbers left out: every decoder knows them); each once.
+    public var biasPhrases: [String] {
+        var seen: Set<String> = [], found: [String] = []
+        func add(_ phrase: String) {
+            let trimmed = phrase.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty, !trimmed.allSatisfy({ $0.isNumber || $0.isPunctuation }), seen.insert(trimmed.lowercased()).inserted else { return }
+            found.append(trimmed)
+        }
+        let byWeight = phrases.enumerated().sorted { ($0.element.count, -$0.offset) > ($1.element.count, -$1.offset) }
+        for entry in byWeight { add(entry.element.phrase) }
+        for pronunciation in pronunciations { add(pronunciation.grapheme) }
+        for group in templateGroups {
+            for name in group.classes.keys.sorted() { group.classes[name]?.forEach(add) }
+        }
+        return found
+    }
+
     private struct Header: Decodable {
         var format: String?
         var formatVersion: Int?

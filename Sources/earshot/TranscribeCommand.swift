@@ -24,14 +24,8 @@ enum TranscribeCommand {
                 return module
             }
         }
-        // A custom language model biases dictation only (Whisper does not take one yet): never dropped silently.
+        // Dictation interpolates a custom language model; Whisper takes its phrases as contextual strings.
         let languageModel = arguments.value("lm").map { SFSpeechLanguageModel.Configuration(languageModel: URL(fileURLWithPath: $0)) }
-        if languageModel != nil {
-            guard candidates.contains(where: { $0.kind == .dictation }) else {
-                throw WireError(.badRequest, "--lm needs dictation (--module dictation): Whisper does not take custom language models yet")
-            }
-            candidates = candidates.filter { $0.kind == .dictation }
-        }
         guard !candidates.isEmpty else { throw WireError(.badRequest, "transcribe needs a transcriber or dictation module") }
 
         // Warm by default (Ollama's keep_alive): the model lingers for the daemon's LingerSeconds,
@@ -171,7 +165,7 @@ enum TranscribeCommand {
                                  attributeOptions: [.audioTimeRange, .transcriptionConfidence])
         default:
             SpeechTranscriber(locale: locale, transcriptionOptions: translate ? [.translateToEnglish] : [], reportingOptions: volatile ? [.volatileResults] : [],
-                              attributeOptions: [.audioTimeRange, .transcriptionConfidence])
+                              attributeOptions: [.audioTimeRange, .transcriptionConfidence], customLanguageModel: languageModel)
         }
     }
 

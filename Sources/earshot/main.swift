@@ -31,7 +31,8 @@ let usage = """
                                               towards it, --beam N (1-16; the daemon's BeamSize) and
                                               --temperature T (0-1; 0 searches, falling back to higher
                                               temperatures only when a result fails Whisper's checks);
-                                              --lm HANDLE: dictation with a prepared custom language model
+                                              --lm HANDLE: a prepared custom language model (dictation
+                                              interpolates it; Whisper takes its phrases as context)
       transcribe --live [--rate HZ] [--channels N]
                                               transcribe raw s16le PCM from stdin as it arrives
       transcribe --mic [--device SOURCE]      transcribe the microphone (PulseAudio/PipeWire source;

@@ -121,6 +121,35 @@ struct PreparedLanguageModelTests {
         #expect(try files.allSatisfy { (try FileManager.default.attributesOfItem(atPath: folder + "/" + $0)[.posixPermissions] as? Int) == 0o600 })
     }
 
+    /// Beyond Apple: a SpeechTranscriber (Whisper) takes a custom language model's phrases and
+    /// words as contextual strings. "Winawer", spoken as in Polish ("vee-nah-ver"), is written as
+    /// the data spells it only with the model.
+    @Test func whisperTakesTheModelsPhrasesAsContext() async throws {
+        try await Porting.useDaemon()
+        let directory = try TempDirectory("eslm")
+        defer { directory.remove() }
+        let lmConfiguration = try await prepareCustomLanguageModel(exportedAt: try await Self.exported(in: directory),
+                                                                   handle: URL(fileURLWithPath: directory.file("chess.handle")))
+        let line = URL(fileURLWithPath: try await Flite.wav("play the vee nah ver variation", voice: "slt", name: "w.wav", in: directory))
+        func transcribe(_ transcriber: SpeechTranscriber) async throws -> String {
+            try await ensureAssets(for: transcriber)
+            let analyzer = SpeechAnalyzer(modules: [transcriber])
+            async let text = transcriber.results.reduce(into: "") { $0 += String($1.text.characters) }
+            let last = try await analyzer.analyzeSequence(from: try AVAudioFile(forReading: line))
+            try await analyzer.finalizeAndFinish(through: try #require(last))
+            return try await text
+        }
+        let plain = try await transcribe(SpeechTranscriber(locale: Self.english, preset: .transcription))
+        let transcriber = SpeechTranscriber(locale: Self.english, preset: .transcription, customLanguageModel: lmConfiguration)
+        let biased = try await transcribe(transcriber)
+        print("[whisper] without the model: \(plain)\n[whisper] with it: \(biased)")
+        #expect(!WordErrorRate.words(plain).contains("winawer"), "the baseline must miss the name for the test to mean anything: \(plain)")
+        #expect(WordErrorRate.words(biased).contains("winawer"), "\(biased)")
+        // The chess data's phrases and words fit Whisper's bounds (32 phrases, 600 characters): none
+        // is reported (past them they would be, as any contextual string is).
+        #expect(!transcriber.unhonoredRequests.contains { $0.kind == .contextualString }, "\(transcriber.unhonoredRequests)")
+    }
+
     /// Two more of Apple's silent failures, refused here: a model for another language than the
     /// transcriber's, and a weight outside (0, 1).
     @Test func aModelForAnotherLanguageOrWithABadWeightIsRefused() async throws {
@@ -143,6 +172,16 @@ struct PreparedLanguageModelTests {
             } catch let EarshotError.daemon(error) {
                 #expect(error.code == .badRequest && error.message.contains(expected), "\(error)")
             }
+        }
+        // Whisper takes the phrases as contextual strings: a weight it cannot honour is refused.
+        let whisper = SpeechTranscriber(locale: Self.english, preset: .transcription, customLanguageModel: heavy)
+        try await ensureAssets(for: whisper)
+        let analyzer = SpeechAnalyzer(modules: [whisper])
+        do {
+            _ = try await analyzer.analyzeSequence(from: try AVAudioFile(forReading: command))
+            Issue.record("a transcriber took a custom language model's weight")
+        } catch let EarshotError.daemon(error) {
+            #expect(error.code == .badRequest && error.message.contains("no weight"), "\(error)")
         }
     }
 

@@ -61,6 +61,14 @@ import Testing
         #expect(LanguageModelCompiler.words(of: "don't 7000 007") == ["don't", "seven", "thousand", "zero", "zero", "seven"])
     }
 
+    /// For a decoder that biases towards phrases: heaviest phrases first, then pronounced words,
+    /// then class members; numbers and repeats left out.
+    @Test func biasPhrasesPutTheMostTellingFirst() {
+        var document = Self.document
+        document.phrases.append(.init(phrase: "RESIGN", count: 1))
+        #expect(document.biasPhrases == ["Play the Albin counter-gambit!", "resign", "Albin", "pawn", "rook", "knight"])
+    }
+
     @Test func pronunciationsBecomePhonesAndEmptyDataIsRefused() throws {
         let compiled = try LanguageModelCompiler.compile(Self.document)
         #expect(compiled.pronunciations == ["albin": ["AE L B IH N", "AO L B IH N"]])

@@ -36,15 +36,13 @@ struct LanguageModelCommandTests {
 
         let move = try await Flite.wav("knight to queen bishop three", voice: "slt", name: "move.wav", in: directory)
         let plain = try await run("earshot", ["transcribe", "--module", "dictation", move])
-        let biased = try await run("earshot", ["transcribe", "--lm", directory.file("chess.handle"), move])
+        let biased = try await run("earshot", ["transcribe", "--module", "dictation", "--lm", directory.file("chess.handle"), move])
         print("[earshot transcribe] without --lm: \(plain.stdout)with --lm: \(biased.stdout)")
         #expect(WordErrorRate.words(plain.stdout) != WordErrorRate.words("knight to queen bishop three"), "the baseline must misread it for the test to mean anything")
         // Given back as the data wrote it.
         #expect(biased.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "knight to queen bishop 3", "\(biased.stderr)")
 
-        // Nothing accepted and ignored: --lm with Whisper, a missing handle, bad data.
-        let whisper = try await run("earshot", ["transcribe", "--module", "transcriber", "--lm", directory.file("chess.handle"), move])
-        #expect(whisper.status == 1 && whisper.stderr.contains("--lm needs dictation"), "\(whisper.stderr)")
+        // Nothing accepted and ignored: a missing handle, bad data.
         let missing = try await run("earshot", ["transcribe", "--lm", directory.file("none.handle"), move])
         #expect(missing.status == 1 && missing.stderr.contains("not a prepared custom language model"), "\(missing.stderr)")
         let bad = try directory.write("bad.json", #"{"locale": "en-US", "identifier": "x", "version": "1", "phrases": [{"phrase": "a", "count": 1}], "extra": 1}"#)

@@ -282,7 +282,8 @@ public actor SpeechService {
             let model = try await cache.acquire(Self.cacheKey(asset, configuration: configuration, threads: threads), family: asset.key, estimate: estimate,
                                                 load: load(threads: threads))
             var transcriber = GatedTranscriber(model: model, gate: decodeGate, client: session ?? "", engine: asset.engine, observer: observer)
-            transcriber.settings = Self.whisperDecodeSettings(language: language, task: task, configuration: configuration, context: context,
+            transcriber.settings = Self.whisperDecodeSettings(language: language, task: task, configuration: configuration,
+                                                              context: Self.whisperContext(context, configuration: configuration, plan: plan),
                                                               decoding: plan?.options.decoding, beamSize: settings.beamSize)
             // Overlapping decodes of one session (a long recording) move to a copy with fewer threads.
             let copyThreads = settings.batchThreads
@@ -367,7 +368,8 @@ public actor SpeechService {
     public func unhonored(_ id: String) -> [UnhonoredRequest] {
         guard let entry = sessions[id] else { return [] }
         return entry.plan.modules.enumerated().flatMap { index, module in
-            EngineCapabilities.unhonored(module.configuration, engine: module.asset.engine, module: index, context: entry.plan.context,
+            EngineCapabilities.unhonored(module.configuration, engine: module.asset.engine, module: index,
+                                         context: Self.whisperContext(entry.plan.context, configuration: module.configuration, plan: entry.plan),
                                          decoding: entry.plan.options.decoding, unusableWords: entry.streams[index]?.unhonored ?? [])
         }
     }
@@ -382,6 +384,16 @@ public actor SpeechService {
     /// decoding options over the daemon's beam (`beamSize`), its contextual strings (within
     /// ``WhisperContext``'s bounds) and, when it reports alternatives, four of them (from a beam
     /// of at least 5).
+    /// The contextual strings a Whisper module decodes with: the session's, then its custom
+    /// language model's phrases and words (``CustomLanguageModelDocument/biasPhrases``), which
+    /// Whisper's bounds may leave unhonoured (and reported) where the session's own come first.
+    static func whisperContext(_ context: AnalysisContextData, configuration: ModuleConfiguration, plan: SessionPlan?) -> AnalysisContextData {
+        guard let use = configuration.languageModel, let document = plan?.languageModels[use.model] else { return context }
+        var combined = AnalysisContextData(contextualStrings: ["general": context.allStrings])
+        combined.contextualStrings["language-model"] = document.biasPhrases
+        return combined
+    }
+
     static func whisperDecodeSettings(language: String?, task: WhisperModel.Task, configuration: ModuleConfiguration,
                                       context: AnalysisContextData, decoding: DecodingOptions?, beamSize: Int) -> DecodeSettings {
         let wantsAlternatives = configuration.reportingOptions.contains("alternativeTranscriptions")

@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "EarshotWhisperTests", dependencies: ["EarshotWhisper", "EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
-        .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "TestSupport"]),
+        .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "EarshotLanguageModel", "TestSupport"]),
         .testTarget(name: "EarshotDaemonTests", dependencies: ["EarshotDaemon", "EarshotAssets", "EarshotAudio", "EarshotSpeech", "EarshotHTTP", "EarshotTranscript", "TestSupport"]),
         .testTarget(name: "ApplePortingTests", dependencies: ["Earshot", "EarshotWire", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Earshot", "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotCommandLine", "EarshotClientCommandLine", "TestSupport"]),

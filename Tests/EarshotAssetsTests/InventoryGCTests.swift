@@ -1,4 +1,5 @@
 @testable import EarshotAssets
+import EarshotLanguageModel
 import EarshotWire
 import Foundation
 import Testing
@@ -183,6 +184,28 @@ struct InventoryGCTests {
             #expect(fixture.exists(fixture.assetsDirectory + "/tx-de/1/model.onnx"))
             // Within budget now: the unneeded tx-de stays until its grace period.
             #expect(try await service.collectGarbage(dryRun: false).removed.isEmpty)
+        }
+    }
+
+    @Test("prepared custom language models count toward MaxStoreSize")
+    func preparedLanguageModelsCountTowardTheStoreBudget() async throws {
+        let fixture = try await InventoryFixture.make()
+        defer { fixture.remove() }
+        try await fixture.publishStandardCatalog()
+        try await fixture.withService(fixture.settings(gcGracePeriod: 1_000_000, maxStoreSize: 300_000)) { handle async throws in
+            let service = handle.service
+            _ = try await service.install([Modules.transcriber("en-US")], for: appA) { _ in }
+            _ = try await service.install([Modules.dictation("fr")], for: appA) { _ in }
+            #expect(try await service.release("fr", for: appA))
+            // 200 000 bytes of assets: within the budget.
+            #expect(try await service.collectGarbage(dryRun: true).removed.isEmpty)
+            // A prepared model the app's English reservation keeps, big enough to pass it.
+            let phrases = (0..<2_000).map { CustomLanguageModelDocument.Phrase(phrase: "move the knight to square \($0) of the board", count: 1) }
+            let data = Array(try CustomLanguageModelDocument(locale: "en-US", identifier: "chess", version: "1", phrases: phrases).encoded())
+            _ = try await service.languageModels.prepare(data, for: appA, ignoresCache: false)
+            #expect(try await service.languageModels.totalBytes() > 100_000)
+            #expect(try await service.collectGarbage(dryRun: false).removed.map(\.asset) == ["dict-fr@1"])
+            #expect(try await service.languageModels.list(uid: appA.uid).count == 1)
         }
     }
 

@@ -220,9 +220,12 @@ extension AssetService {
                     newlyUnneeded.append(asset)
                 }
             }
+            // Prepared custom language models no reservation keeps go too; those kept count toward the budget.
+            let modelRemovals = try await languageModels.collect(keeping: live, preparedBefore: now - settings.gcGracePeriod, dryRun: dryRun)
             if settings.maxStoreSize > 0 {
                 let removedKeys = Set(removals.map(\.0.key))
-                var total = installed.filter { !removedKeys.contains($0.key) }.reduce(Int64(0)) { $0 + $1.bytes }
+                let modelBytes = try await languageModels.totalBytes() - (dryRun ? modelRemovals.reduce(0) { $0 + $1.bytes } : 0)
+                var total = installed.filter { !removedKeys.contains($0.key) }.reduce(modelBytes) { $0 + $1.bytes }
                 let neededKeys = Set(needed.map(\.key))
                 let evictable = installed.filter { !removedKeys.contains($0.key) && !neededKeys.contains($0.key) && !leased.contains($0.key) }
                     .sorted { $0.lastUsed < $1.lastUsed }
@@ -232,7 +235,7 @@ extension AssetService {
                 }
             }
             var report = GCReport(dryRun: dryRun, removed: removals.map { GCRemovalInfo(asset: $0.0.key, bytes: $0.0.bytes, reason: $0.1) }, expiredReservations: expired)
-            report.removed += try await languageModels.collect(keeping: live, preparedBefore: now - settings.gcGracePeriod, dryRun: dryRun)
+            report.removed += modelRemovals
             guard !dryRun else {
                 report.removed += try await sweepDownloads(dryRun: true)
                 return report

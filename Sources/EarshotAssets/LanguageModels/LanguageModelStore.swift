@@ -121,6 +121,21 @@ public actor LanguageModelStore {
         }
     }
 
+    /// Bytes the prepared models of every uid take.
+    func totalBytes() async throws -> Int64 {
+        let directory = directory
+        return try await BlockingWork.run("earshot.language-model") {
+            var total: Int64 = 0
+            for uid in ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap(UInt32.init) {
+                let folder = try Self.folder(directory, uid: uid)
+                for name in try FileManager.default.contentsOfDirectory(atPath: folder) where name.hasSuffix(".json") {
+                    total += ((try? FileManager.default.attributesOfItem(atPath: "\(folder)/\(name)"))?[.size] as? Int).map(Int64.init) ?? 0
+                }
+            }
+            return total
+        }
+    }
+
     private static func language(_ locale: String) -> String {
         Locale.Components(identifier: locale).languageComponents.languageCode?.identifier ?? locale
     }

@@ -88,9 +88,18 @@ struct DaemonHarness: Sendable {
             return try await route.serve(Call(frame: frame, progress: progress), &context)
         } catch {
             let fields = ["connection": "\(context.connectionID)", "peer_uid": "\(context.peer.uid)", "request": frame.type]
-            return [Self.errorFrame(errors.wire(error, fields), id: frame.requestID)]
+            let refusal = errors.wire(error, fields)
+            // What an app would otherwise only see itself: a custom language model refused, or a
+            // session that could not open (its model missing, for another language, …).
+            if Self.loggedRefusals.contains(frame.type), refusal.code != .internalError {
+                errors.logger?.info("refused \(frame.type): \(refusal.message) (\(refusal.code))", fields)
+            }
+            return [Self.errorFrame(refusal, id: frame.requestID)]
         }
     }
+
+    /// Requests whose refusals the journal gets at info priority (internal errors always go at error).
+    static let loggedRefusals: Set<String> = [PrepareLanguageModelRequest.eventType, AnalyzerOpen.eventType]
 
     /// Whether connection `id` has work in flight (a request, a session, a Wyoming transcription):
     /// such a connection is never closed as idle.

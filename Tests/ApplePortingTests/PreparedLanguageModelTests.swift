@@ -208,5 +208,8 @@ struct PreparedLanguageModelTests {
         } catch let EarshotError.daemon(error) {
             #expect(error.code == .notFound, "\(error)")
         }
+        // The daemon's journal says so too (§11.7: the failure reaches the journal, not only the app).
+        let log = try #require(Porting.daemon).child.stderr
+        #expect(log.contains("refused earshot.analyzer.open: prepared custom language model \(String(repeating: "ab", count: 32))"), "\(log.suffix(2000))")
     }
 }

@@ -42,6 +42,14 @@ struct LanguageModelCommandTests {
         // Given back as the data wrote it.
         #expect(biased.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "knight to queen bishop 3", "\(biased.stderr)")
 
+        // Another uid holding the handle file cannot use the model: it is looked for among that
+        // uid's own prepared models.
+        OtherUser.openDirectories(daemon.directory.path, daemon.directory.file("run"), directory.path)
+        let stranger = try await OtherUser.run(as: OtherUser.nobody, BuiltProducts.path("earshot"),
+                                               ["--socket", daemon.socket, "transcribe", "--module", "dictation", "--lm", directory.file("chess.handle"), move],
+                                               environment: ["HOME": directory.path], in: directory, timeout: .seconds(120))
+        #expect(stranger.status == 1 && stranger.stderr.contains("prepared custom language model") && stranger.stderr.contains("not found"), "\(stranger.stderr)")
+
         // Nothing accepted and ignored: a missing handle, bad data.
         let missing = try await run("earshot", ["transcribe", "--lm", directory.file("none.handle"), move])
         #expect(missing.status == 1 && missing.stderr.contains("not a prepared custom language model"), "\(missing.stderr)")

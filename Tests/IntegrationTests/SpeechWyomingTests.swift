@@ -139,8 +139,10 @@ struct SpeechWyomingTests {
             kinds.allSatisfy { stats.liveObjects?[$0, default: 0] == 0 } && stats.liveObjects?["SileroDetector", default: 0] == stats.spareDetectors
         }
         for kind in kinds { #expect(stats.liveObjects?[kind, default: 0] == 0, "\(kind) still alive: \(stats.liveObjects ?? [:])") }
-        // The lingering model keeps one reset detector for the next session; no other survives.
-        #expect(stats.liveObjects?["SileroDetector", default: 0] == stats.spareDetectors && (stats.spareDetectors ?? 0) <= 1, "\(stats.liveObjects ?? [:]), spares \(String(describing: stats.spareDetectors))")
+        // While a model lingers, detectors of finished sessions wait reset for the next ones; no
+        // other survives. Usually one waits, but two sessions whose open and close overlapped each
+        // made one (CI once saw 2), so the bound is the cache's (ModelCache.maxSpareDetectors, 4).
+        #expect(stats.liveObjects?["SileroDetector", default: 0] == stats.spareDetectors && (stats.spareDetectors ?? 0) <= 4, "\(stats.liveObjects ?? [:]), spares \(String(describing: stats.spareDetectors))")
 
         // A named language is used; without one the daemon identifies it and says which.
         guard SpeechFixtures.multilingualAvailable else { return }

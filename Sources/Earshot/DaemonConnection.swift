@@ -136,7 +136,8 @@ public actor DaemonConnection {
     /// an `error` reply throws ``EarshotError/daemon(_:)``.
     public func request<Reply: WireEvent>(_ event: some WireEvent, payload: [UInt8] = [], expecting: Reply.Type,
                                           progress: (@Sendable (Frame) -> Void)? = nil) async throws -> Reply {
-        guard !closed else { throw EarshotError.disconnected }
+        // A daemon that refused the connection (no slot) said why before closing: that, not "disconnected".
+        guard !closed else { throw refusal.map(refusalError) ?? EarshotError.disconnected }
         let id = "\(nextID)"
         nextID += 1
         progressHandlers[id] = progress
@@ -159,7 +160,7 @@ public actor DaemonConnection {
             awaiting[id] = nil
             reply = early
         } else {
-            guard !closed else { throw EarshotError.disconnected }
+            guard !closed else { throw refusal.map(refusalError) ?? EarshotError.disconnected }
             reply = try await withCheckedThrowingContinuation { pending[id] = $0 }
         }
         if reply.type == ErrorEvent.eventType {

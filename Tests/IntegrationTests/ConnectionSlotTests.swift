@@ -53,6 +53,8 @@ import TestSupport
             #expect(welcome.admin)
         }
         // Every slot is taken now: the client library reports a busy daemon, as a typed error.
+        // Regression (CI, once): when the daemon's refusal and its close were both read before the
+        // hello's reply was awaited, the library threw "disconnected" instead of daemonBusy.
         await #expect {
             _ = try await DaemonConnection.connect(socket: daemon.socket, appID: "org.example.admin")
         } throws: { error in

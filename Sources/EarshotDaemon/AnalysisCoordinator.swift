@@ -93,7 +93,7 @@ actor AnalysisCoordinator {
         (ended, endedContinuation) = AsyncStream.makeStream()
     }
 
-    /// Releases sessions as they finish; runs until cancelled.
+    /// Releases sessions as they finish; returns once shutdown has begun and no session is left.
     func run() async {
         for await (connection, session) in ended { await release(session, of: connection) }
     }
@@ -223,6 +223,7 @@ actor AnalysisCoordinator {
             // Not awaited here: the shutdown deadline must not wait for a session's queue.
             Task { _ = await open.session.finish(.finalizeThroughEndOfInput, time: nil) }
         }
+        if tables.values.allSatisfy(\.isEmpty) { endedContinuation.finish() }
     }
 
     /// Returns once no session is open (finished, cancelled or its connection closed).
@@ -257,6 +258,7 @@ actor AnalysisCoordinator {
         if tables.values.allSatisfy(\.isEmpty) {
             for waiter in drainWaiters { waiter.resume() }
             drainWaiters = []
+            if shuttingDown { endedContinuation.finish() } // ends run()
         }
     }
 

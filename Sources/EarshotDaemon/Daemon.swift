@@ -138,9 +138,23 @@ public struct Daemon: Sendable {
             return 1
         }
         let zeroconf = await announceWyoming(config, listener: wyomingTCP, logger: logger)
-        let accepted = listener.connections(
-            authorize: { peer in admins.isAdmin(peer) },
-            onError: { logger.warning("accept failed: \($0)") })
+
+        // Dependency order: each service may use those before it; shutdown asks the last first.
+        var services: [any DaemonService] = [
+            assets,
+            BackgroundLoop(name: "model evictor") { await speech.runEvictor() }, // lingering models unload when their time is up
+            coordinator,
+        ]
+        if !http.isEmpty { services.append(HTTPFrontService(listeners: http, coordinator: coordinator)) }
+        if let zeroconf { services.append(ZeroconfService(announcer: zeroconf)) }
+        if let wyomingTCP {
+            let peers = wyomingTCP.connections(authorize: { _ in false }, onError: { logger.warning("accept failed: \($0)") })
+            services.append(FrameFrontService(name: "Wyoming TCP front", listener: wyomingTCP, accepted: peers, server: server,
+                                              networkAppID: config["Wyoming.AppID"], registry: registry, coordinator: coordinator))
+        }
+        let accepted = listener.connections(authorize: { peer in admins.isAdmin(peer) }, onError: { logger.warning("accept failed: \($0)") })
+        services.append(FrameFrontService(name: "socket front", listener: listener, accepted: accepted, server: server,
+                                          registry: registry, coordinator: coordinator))
 
         let where_ = listener.path ?? "fd \(listener.fd)"
         logger.notice("earshotd \(EarshotVersion.string) listening on \(where_)\(listener.activated ? " (socket activation)" : "")",
@@ -148,92 +162,21 @@ public struct Daemon: Sendable {
                        "http": http.isEmpty ? "off" : http.map(\.endpoint).joined(separator: ",")])
         manager.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
 
-        let shutdownTimeout = config.seconds("Daemon.ShutdownTimeoutSec")
-        await withTaskGroup(of: Phase.self) { group in
-            group.addTask {
-                await server.serve(accepted)
-                return .connectionsDone
-            }
-            if let wyomingTCP {
-                let appID = config["Wyoming.AppID"]
-                let peers = wyomingTCP.connections(authorize: { _ in false }, onError: { logger.warning("accept failed: \($0)") })
-                group.addTask {
-                    await server.serve(peers, networkAppID: appID)
-                    return .networkConnectionsDone
-                }
-            }
-            group.addTask {
-                await assets.run()
-                return .assetsStopped
-            }
-            group.addTask {
-                await coordinator.run()
-                return .coordinatorStopped
-            }
-            group.addTask {
-                await speech.runEvictor() // lingering models unload when their time is up
-                return .assetsStopped
-            }
-            if let interval = manager.watchdogInterval {
-                group.addTask {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: interval / 2)
-                        _ = await registry.count // proves the daemon's actors still answer
-                        manager.notify("WATCHDOG=1")
-                    }
-                    return .watchdogStopped
-                }
-            }
-            group.addTask {
-                let signal = await signals.next()
-                return .signal(signal)
-            }
-            var deadlinePassed = false
-            phases: while let phase = await group.next() {
-                switch phase {
-                case .signal(let number):
-                    logger.notice("received signal \(number), shutting down (sessions and in-flight requests get \(shutdownTimeout) s)")
-                    manager.notify("STOPPING=1\nSTATUS=Shutting down")
-                    listener.stop()
-                    wyomingTCP?.stop()
-                    zeroconf?.stop()
-                    // Connections whose sessions are being finished stay open for their results.
-                    await registry.beginShutdown(keepOpen: { coordinator.counts.hasSessions($0) })
-                    await coordinator.beginShutdown()
-                    await assets.shutdown()
-                    group.addTask {
-                        await coordinator.drained()
-                        return .sessionsDrained
-                    }
-                    group.addTask {
-                        try? await Task.sleep(for: .seconds(shutdownTimeout))
-                        return .deadline
-                    }
-                    group.addTask {
-                        _ = await signals.next()
-                        return .deadline
-                    }
-                case .sessionsDrained:
-                    await registry.closeIdle()
-                case .deadline where !deadlinePassed:
-                    deadlinePassed = true
-                    logger.warning("shutdown deadline passed, cancelling remaining sessions and closing remaining connections")
-                    await coordinator.cancelAll()
-                    await registry.closeAll()
-                case .connectionsDone:
-                    group.cancelAll()
-                    break phases
-                default:
-                    continue
-                }
-            }
+        var group = ServiceGroup(services: services, clock: clock, shutdownTimeout: .seconds(config.seconds("Daemon.ShutdownTimeoutSec")),
+                                 nextSignal: { await signals.next() }, log: { logger.log($0, $1) })
+        group.onShutdown = { reason in manager.notify("STOPPING=1\nSTATUS=Shutting down (\(reason))") }
+        if let interval = manager.watchdogInterval {
+            group.heartbeat = (interval / 2, {
+                _ = await registry.count // proves the daemon's actors still answer
+                manager.notify("WATCHDOG=1")
+            })
         }
-        for front in http { await front.stop() }
+        let outcome = await group.run()
         signals.stop()
-        logger.notice("earshotd stopped")
+        logger.notice("earshotd stopped", ["reason": outcome.reason])
         logger.flush()
         manager.flush()
-        return 0
+        return outcome.exitCode
     }
 
     /// The Wyoming TCP listener (`[Wyoming] Listen`), or nil when it is off.
@@ -333,10 +276,6 @@ public struct Daemon: Sendable {
         return settings
     }
 
-    enum Phase: Sendable {
-        case connectionsDone, networkConnectionsDone, assetsStopped, coordinatorStopped, watchdogStopped, sessionsDrained, deadline
-        case signal(Int32)
-    }
 }
 
 /// Delivers SIGTERM/SIGINT through Dispatch sources instead of the default handlers.

@@ -171,7 +171,8 @@ public actor AssetService {
     }
 
     /// Fetches missing catalogs (or, with an ``AssetSettings/updateInterval``, runs an update now
-    /// and then every interval), then runs install jobs and periodic GC until cancelled.
+    /// and then every interval), then runs install jobs and periodic GC until ``shutdown()`` (or
+    /// cancellation).
     public func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { [self] in
@@ -196,6 +197,7 @@ public actor AssetService {
             for await job in jobQueue {
                 group.addTask { [self] in await execute(job) }
             }
+            group.cancelAll() // shut down: the timer loops end, the running jobs were cancelled
         }
     }
 

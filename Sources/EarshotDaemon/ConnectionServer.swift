@@ -10,6 +10,8 @@ struct ConnectionServer: Sendable {
     let channelOptions: FrameChannel.Options
     /// Refusals, logged once per burst.
     let refusals: RefusalLog
+    /// Times every connection's timeouts (the daemon's one clock).
+    let clock: any ServiceClock
 
     /// Serves until `accepted` ends (the listener stopped) and every connection has closed.
     /// `networkAppID`: the app every TCP peer acts as.
@@ -22,7 +24,7 @@ struct ConnectionServer: Sendable {
     }
 
     private func serve(_ connection: AcceptedConnection, networkAppID: String?) async {
-        let channel = FrameChannel(fd: connection.fd, options: channelOptions, label: "earshot.connection")
+        let channel = FrameChannel(fd: connection.fd, options: channelOptions, label: "earshot.connection", clock: clock)
         channel.start()
         let id: Int
         switch await registry.add(channel, peer: connection.peer, admin: connection.admin, host: connection.host) {

@@ -119,7 +119,7 @@ public struct Daemon: Sendable {
         let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
         let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec"),
                                                   frameTimeout: config.seconds("Limits.HandshakeTimeoutSec"), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
-        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions, refusals: refusals)
+        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions, refusals: refusals, clock: clock)
         let http: [HTTPListener]
         do {
             http = try await openHTTP(config, paths: paths, mainSocket: listener.path, harness: harness, admins: admins, metrics: metrics, refusals: refusals, clock: clock)

@@ -14,7 +14,7 @@ struct FrameFrontService: DaemonService {
     var networkAppID: String?
     let registry: ConnectionRegistry
     let coordinator: AnalysisCoordinator
-    private let latch = ShutdownLatch()
+    private let latch = Latch()
 
     init(name: String, listener: Listener, accepted: AsyncStream<AcceptedConnection>, server: ConnectionServer,
          networkAppID: String? = nil, registry: ConnectionRegistry, coordinator: AnalysisCoordinator) {
@@ -59,7 +59,7 @@ struct FrameFrontService: DaemonService {
 struct HTTPFrontService: DaemonService {
     let listeners: [HTTPListener]
     let coordinator: AnalysisCoordinator
-    private let latch = ShutdownLatch()
+    private let latch = Latch()
 
     init(listeners: [HTTPListener], coordinator: AnalysisCoordinator) {
         self.listeners = listeners
@@ -82,7 +82,7 @@ struct HTTPFrontService: DaemonService {
 /// The `_wyoming._tcp` announcement, withdrawn at shutdown.
 struct ZeroconfService: DaemonService {
     let announcer: ZeroconfAnnouncer
-    private let latch = ShutdownLatch()
+    private let latch = Latch()
 
     init(announcer: ZeroconfAnnouncer) { self.announcer = announcer }
 
@@ -100,7 +100,7 @@ struct ZeroconfService: DaemonService {
 struct BackgroundLoop: DaemonService {
     let name: String
     let body: @Sendable () async -> Void
-    private let latch = ShutdownLatch()
+    private let latch = Latch()
 
     init(name: String, body: @escaping @Sendable () async -> Void) {
         self.name = name

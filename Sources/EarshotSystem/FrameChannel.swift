@@ -86,6 +86,8 @@ public final class FrameChannel: @unchecked Sendable {
 
     public let fd: Int32
     public let options: Options
+    /// Times every timeout (the daemon's injected clock; tests advance a manual one).
+    private let clock: any ServiceClock
     private let queue: DispatchQueue
     private let stream: AsyncThrowingStream<Frame, any Error>
     private let input: AsyncThrowingStream<Frame, any Error>.Continuation
@@ -103,23 +105,28 @@ public final class FrameChannel: @unchecked Sendable {
     private var inputDone = false
     private var closed = false
     private var closeWhenFlushed = false
-    private var lastProgress = DispatchTime.now()
+    /// When output last moved (or began to wait), on ``clock``.
+    private var lastProgress: Duration
     private var pendingCancels = 0
     // Timeouts (confined to `queue`).
-    private var timer: DispatchSourceTimer?
-    private var timerDeadline: DispatchTime?
+    private var timer: (any ScheduledWake)?
+    private var timerDeadline: Duration?
     /// When the frame being received began (before the first frame: when the channel started);
     /// nil when no frame is under way or reading is paused.
-    private var frameStarted: DispatchTime?
+    private var frameStarted: Duration?
     private var receivedFrame = false
     /// Last byte in or out, or frame consumed.
-    private var lastActivity = DispatchTime.now()
+    private var lastActivity: Duration
     private var busyCheck: (@Sendable () -> Bool)?
 
     /// Takes ownership of `fd`, a connected non-blocking socket. Call ``start()`` to begin I/O.
-    public init(fd: Int32, options: Options = Options(), label: String = "earshot.channel") {
+    /// `clock` times the timeouts.
+    public init(fd: Int32, options: Options = Options(), label: String = "earshot.channel", clock: any ServiceClock = SystemServiceClock()) {
         self.fd = fd
         self.options = options
+        self.clock = clock
+        lastProgress = clock.elapsed
+        lastActivity = lastProgress
         self.queue = DispatchQueue(label: label)
         self.decoder = FrameDecoder(limits: options.limits)
         (stream, input) = AsyncThrowingStream.makeStream(of: Frame.self, throwing: (any Error).self)
@@ -127,6 +134,28 @@ public final class FrameChannel: @unchecked Sendable {
 
     /// The incoming frames. Iterate once.
     public var frames: Frames { Frames(channel: self) }
+
+    /// What a channel holds at one moment.
+    public struct Snapshot: Sendable, Equatable {
+        /// Frames decoded and not yet consumed.
+        public var bufferedFrames: Int
+        /// Bytes of a frame begun and not yet complete.
+        public var partialFrameBytes: Int
+        /// Output queued and not yet sent.
+        public var queuedOutputBytes: Int
+        /// Reading is paused because ``Options/maxBufferedFrames`` frames wait to be consumed.
+        public var readingPaused: Bool
+    }
+
+    /// What the channel holds now, read on its queue.
+    public func snapshot() async -> Snapshot {
+        await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                continuation.resume(returning: Snapshot(bufferedFrames: bufferedFrames, partialFrameBytes: decoder.bufferedByteCount,
+                                                        queuedOutputBytes: queuedBytes, readingPaused: readSuspended))
+            }
+        }
+    }
 
     /// Starts reading and writing.
     public func start() {
@@ -145,8 +174,8 @@ public final class FrameChannel: @unchecked Sendable {
             write.resume()
             write.suspend()
             writeSuspended = true
-            lastActivity = .now()
-            if options.frameTimeout != nil { frameStarted = .now() }
+            lastActivity = clock.elapsed
+            if options.frameTimeout != nil { frameStarted = clock.elapsed }
             armTimer()
             if !output.isEmpty { flush() }
         }
@@ -204,7 +233,7 @@ public final class FrameChannel: @unchecked Sendable {
     private var queuedBytes: Int { output.count - outputStart }
 
     private func enqueue(_ bytes: [UInt8]) {
-        if queuedBytes == 0 { lastProgress = .now() }
+        if queuedBytes == 0 { lastProgress = clock.elapsed }
         output += bytes
         flush()
     }
@@ -214,7 +243,7 @@ public final class FrameChannel: @unchecked Sendable {
         while !inputDone {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n > 0 {
-                lastActivity = .now()
+                lastActivity = clock.elapsed
                 let wasInFrame = decoder.bufferedByteCount > 0
                 decoder.feed(buffer[0..<n])
                 var completed = false
@@ -256,10 +285,10 @@ public final class FrameChannel: @unchecked Sendable {
     fileprivate func consumed() {
         queue.async { [self] in
             bufferedFrames -= 1
-            lastActivity = .now()
+            lastActivity = clock.elapsed
             if readSuspended, !inputDone, bufferedFrames <= options.maxBufferedFrames / 2 {
                 readSuspended = false
-                if options.frameTimeout != nil, decoder.bufferedByteCount > 0 { frameStarted = .now() }
+                if options.frameTimeout != nil, decoder.bufferedByteCount > 0 { frameStarted = clock.elapsed }
                 armTimer()
                 readSource?.resume()
             }
@@ -289,7 +318,7 @@ public final class FrameChannel: @unchecked Sendable {
             }
             if n > 0 {
                 outputStart += n
-                lastProgress = .now()
+                lastProgress = clock.elapsed
                 lastActivity = lastProgress
                 continue
             }
@@ -328,10 +357,9 @@ public final class FrameChannel: @unchecked Sendable {
 
     private func scheduleStallCheck() {
         let timeout = options.stallTimeout
-        queue.asyncAfter(deadline: .now() + timeout) { [weak self] in
+        _ = clock.schedule(after: .seconds(timeout), on: queue) { [weak self] in
             guard let self, !closed, queuedBytes > 0 else { return }
-            let idle = Double(DispatchTime.now().uptimeNanoseconds - lastProgress.uptimeNanoseconds) / 1e9
-            if idle >= timeout { fail(ChannelError.slowPeer) } else { scheduleStallCheck() }
+            if clock.elapsed - lastProgress >= .seconds(timeout) { fail(ChannelError.slowPeer) } else { scheduleStallCheck() }
         }
     }
 
@@ -348,19 +376,19 @@ public final class FrameChannel: @unchecked Sendable {
             if decoder.bufferedByteCount == 0 {
                 frameStarted = nil
             } else if completed || !wasInFrame || frameStarted == nil {
-                frameStarted = .now()
+                frameStarted = clock.elapsed
             }
         }
         armTimer()
     }
 
     /// The earliest moment a timeout could expire, if any applies.
-    private func nextDeadline() -> DispatchTime? {
+    private func nextDeadline() -> Duration? {
         guard !closed, !inputDone, !closeWhenFlushed else { return nil }
-        var deadline: DispatchTime?
-        if let timeout = options.frameTimeout, let started = frameStarted, !readSuspended { deadline = started + timeout }
+        var deadline: Duration?
+        if let timeout = options.frameTimeout, let started = frameStarted, !readSuspended { deadline = started + .seconds(timeout) }
         if let timeout = options.idleTimeout {
-            let idle = lastActivity + timeout
+            let idle = lastActivity + .seconds(timeout)
             deadline = deadline.map { min($0, idle) } ?? idle
         }
         return deadline
@@ -370,25 +398,19 @@ public final class FrameChannel: @unchecked Sendable {
     private func armTimer() {
         guard let deadline = nextDeadline() else { return }
         if let scheduled = timerDeadline, scheduled <= deadline { return }
-        let timer = self.timer ?? {
-            let made = DispatchSource.makeTimerSource(queue: queue)
-            made.setEventHandler { [weak self] in self?.deadlineReached() }
-            made.resume()
-            self.timer = made
-            return made
-        }()
-        timer.schedule(deadline: deadline)
+        timer?.cancel()
+        timer = clock.schedule(after: deadline - clock.elapsed, on: queue) { [weak self] in self?.deadlineReached() }
         timerDeadline = deadline
     }
 
     private func deadlineReached() {
         timerDeadline = nil
         guard !closed, !inputDone, !closeWhenFlushed else { return }
-        let now = DispatchTime.now()
-        if let timeout = options.frameTimeout, let started = frameStarted, !readSuspended, started + timeout <= now {
+        let now = clock.elapsed
+        if let timeout = options.frameTimeout, let started = frameStarted, !readSuspended, started + .seconds(timeout) <= now {
             return fail(ChannelError.frameTimeout(seconds: timeout))
         }
-        if let timeout = options.idleTimeout, lastActivity + timeout <= now {
+        if let timeout = options.idleTimeout, lastActivity + .seconds(timeout) <= now {
             let idle = queuedBytes == 0 && bufferedFrames == 0 && decoder.bufferedByteCount == 0 && !(busyCheck?() ?? false)
             if idle { return fail(ChannelError.idle(seconds: timeout)) }
             lastActivity = now // busy counts as activity

@@ -19,6 +19,7 @@ public final class ManualClock: ServiceClock, @unchecked Sendable {
     }
 
     private struct Watcher {
+        var id: UUID
         var count: Int
         var continuation: CheckedContinuation<Void, Never>
     }
@@ -84,15 +85,25 @@ public final class ManualClock: ServiceClock, @unchecked Sendable {
     /// Moves time forward by `seconds` (wall-time tests: grace periods, expiry).
     public func advance(_ seconds: Double) { advance(by: .seconds(seconds)) }
 
-    /// Returns once at least `count` tasks sleep on this clock (no polling).
+    /// Returns once at least `count` tasks sleep on this clock (no polling), or the waiting task
+    /// is cancelled.
     public func sleepers(atLeast count: Int = 1) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = lock.withLock {
-                if sleeping.count >= count { return true }
-                watchers.append(Watcher(count: count, continuation: continuation))
-                return false
+        let id = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = lock.withLock {
+                    if sleeping.count >= count || Task.isCancelled { return true }
+                    watchers.append(Watcher(id: id, count: count, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let watcher = lock.withLock { () -> Watcher? in
+                guard let index = watchers.firstIndex(where: { $0.id == id }) else { return nil }
+                return watchers.remove(at: index)
+            }
+            watcher?.continuation.resume()
         }
     }
 

@@ -69,8 +69,10 @@ struct DownloadLimitsTests {
         #expect(fixture.contents == data)
     }
 
-    @Test("a bandwidth cap measurably slows the download")
-    func bandwidthCapSlowsDownload() async throws {
+    /// Issue 31: the pacing decisions follow the injected clock: the transfer waits on it until
+    /// the bytes received fit the cap, so 4 MiB at 2 MiB/s take 2 s of that clock.
+    @Test("a bandwidth cap paces the download on the injected clock")
+    func bandwidthCapPacesTheDownloadOnTheClock() async throws {
         let server = try await NginxServer.start()
         let fixture = try DownloadFixture()
         defer { fixture.directory.remove() }
@@ -78,14 +80,25 @@ struct DownloadLimitsTests {
         let url = try server.put("files/model.bin", data)
         var options = DownloadOptions.testing
         options.maxBytesPerSecond = 2 * Int64(mib)
+        let clock = ManualClock()
+        let downloader = Downloader(clock: clock)
 
-        let started = ContinuousClock.now
-        _ = try await downloader.download(fixture.request([url], expectedSize: data.count, options: options))
-        let elapsed = ContinuousClock.now - started
-
-        // 4 MiB at 2 MiB/s takes about 2 s; allow the rate limiter half of that.
-        #expect(elapsed >= .seconds(1))
+        let download = Task { try await downloader.download(fixture.request([url], expectedSize: data.count, options: options)) }
+        // Move the clock whenever the transfer waits on it, until the download is done.
+        let driver = Task {
+            while !Task.isCancelled {
+                await clock.sleepers(atLeast: 1)
+                clock.advance(by: .milliseconds(100))
+            }
+        }
+        let result = try await download.value
+        driver.cancel()
+        await driver.value
+        #expect(result.bytes == Int64(data.count))
         #expect(fixture.contents == data)
+        let waited = clock.elapsed
+        // The last byte may arrive up to one 100 ms step before its due time.
+        #expect(waited >= .milliseconds(1900) && waited <= .milliseconds(2100), "\(waited) of the clock for 4 MiB at 2 MiB/s")
     }
 
     @Test("file: URLs download, resume from a partial, and start over when the source changed")

@@ -1,4 +1,5 @@
 import EarshotAssets
+import EarshotSystem
 import EarshotWire
 import Foundation
 import Testing
@@ -41,13 +42,21 @@ final class ProgressRecorder: @unchecked Sendable {
     private var reports: [DownloadProgress] = []
     private var stopAt: Int64?
 
-    /// A recorder whose ``shouldCancel`` turns true once `bytes` are done.
+    /// Opened once `stopAt` bytes are done: the download's cancellation.
+    let cancellation = Latch()
+
+    /// A recorder that cancels the download once `bytes` are done.
     init(cancelAt bytes: Int? = nil) { stopAt = bytes.map(Int64.init) }
 
-    func record(_ progress: DownloadProgress) { lock.withLock { reports.append(progress) } }
+    func record(_ progress: DownloadProgress) {
+        let reached = lock.withLock {
+            reports.append(progress)
+            return stopAt.map { progress.bytesDone >= $0 } ?? false
+        }
+        if reached { cancellation.open() }
+    }
     var last: DownloadProgress? { lock.withLock { reports.last } }
     var count: Int { lock.withLock { reports.count } }
-    var shouldCancel: Bool { lock.withLock { stopAt.map { (reports.last?.bytesDone ?? 0) >= $0 } ?? false } }
 
     /// Waits until `bytes` are done; false after `timeout`.
     func wait(for bytes: Int, timeout: Duration = .seconds(10)) async -> Bool {
@@ -160,7 +169,7 @@ struct DownloadTests {
 
         await #expect(throws: DownloadError.cancelled) {
             try await downloader.download(fixture.request([url], expectedSize: data.count), progress: progress.record,
-                                          isCancelled: { progress.shouldCancel })
+                                          cancellation: progress.cancellation)
         }
         let kept = try #require(fixture.size)
         #expect(kept >= 2 * mib && kept < data.count)
@@ -215,7 +224,7 @@ struct DownloadTests {
         let url = try server.put("files/model.bin", old, modified: Date(timeIntervalSince1970: 1_600_000_000))
         let progress = ProgressRecorder(cancelAt: 2 * mib)
         await #expect(throws: DownloadError.cancelled) {
-            try await downloader.download(fixture.request([url]), progress: progress.record, isCancelled: { progress.shouldCancel })
+            try await downloader.download(fixture.request([url]), progress: progress.record, cancellation: progress.cancellation)
         }
         let kept = try #require(fixture.size)
         let oldETag = try #require(fixture.metadata?["etag"] as? String)

@@ -22,7 +22,7 @@ struct ServiceGroupTests {
         let name: String
         let ending: Ending
         let journal: Journal
-        let stop = ShutdownLatch()
+        let stop = Latch()
 
         func run() async throws {
             switch ending {
@@ -141,19 +141,5 @@ struct ServiceGroupTests {
         #expect(journal.entries.filter { $0 == "watchdog" }.count == 3)
         signals.continuation.yield(SIGTERM)
         _ = await outcome
-    }
-
-    @Test func aLatchWakesEveryWaiterAndACancelledOne() async {
-        let latch = ShutdownLatch()
-        let cancelled = Task { await latch.wait() }
-        cancelled.cancel()
-        await cancelled.value
-        #expect(!latch.isOpen)
-        async let first: Void = latch.wait()
-        async let second: Void = latch.wait()
-        latch.open()
-        _ = await (first, second)
-        await latch.wait() // already open: returns at once
-        #expect(latch.isOpen)
     }
 }

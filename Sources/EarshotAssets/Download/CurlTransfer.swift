@@ -20,6 +20,8 @@ struct TransferPlan: Sendable {
     var expectedSize: Int64?
     var options: DownloadOptions
     var userAgent: String
+    /// Paces the transfer under a bandwidth cap (the service's clock; a manual one in tests).
+    var clock: any ServiceClock
 }
 
 /// How one attempt ended, as the mirror loop sees it.
@@ -65,11 +67,14 @@ final class CurlTransfer {
     private var dirty = false
     private var lastReport: ContinuousClock.Instant?
     private var lastReported: Int64 = -1
-    /// When this attempt started and how many body bytes it received (for the bandwidth cap).
-    private var began = ContinuousClock.now
+    /// When this attempt started (on the plan's clock) and how many body bytes it received (for
+    /// the bandwidth cap).
+    private var paceStart = Duration.zero
     private var received: Int64 = 0
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
+    /// Where pacing wake-ups are delivered (they only signal the waiting transfer thread).
+    private static let paceQueue = DispatchQueue(label: "earshot.download.pace")
     /// Written data is flushed with `fdatasync` this often, so a crash loses little of a long transfer.
     private static let syncInterval: Int64 = 64 << 20
     /// libcurl's receive buffer: fewer, larger callbacks on fast links; smaller under a bandwidth
@@ -122,7 +127,8 @@ final class CurlTransfer {
         defer { curl_slist_free_all(headers) }
         if let setupFailure = configure(easy, headers: &headers) { return setupFailure }
 
-        began = ContinuousClock.now
+        let began = ContinuousClock.now
+        paceStart = plan.clock.elapsed
         let code = curl_easy_perform(easy)
         let elapsed = ContinuousClock.now - began
 
@@ -315,14 +321,17 @@ final class CurlTransfer {
     /// False when cancelled meanwhile.
     private func pace() -> Bool {
         guard let cap = plan.options.maxBytesPerSecond, cap > 0 else { return true }
-        let due = began + .seconds(Double(received) / Double(cap))
-        while ContinuousClock.now < due {
+        let clock = plan.clock
+        let due = paceStart + .seconds(Double(received) / Double(cap))
+        while clock.elapsed < due {
             if shouldStop() {
                 cancelled = true
                 return false
             }
-            let wait = min(due - ContinuousClock.now, .milliseconds(100))
-            if wait > .zero { usleep(useconds_t(wait / .microseconds(1))) }
+            // At most 100 ms at a time, so a cancellation is noticed.
+            let woken = DispatchSemaphore(value: 0)
+            _ = clock.schedule(after: min(due - clock.elapsed, .milliseconds(100)), on: Self.paceQueue) { woken.signal() }
+            woken.wait()
         }
         report(force: false)
         return true

@@ -25,7 +25,7 @@ extension Downloader {
             case .failure(let reason):
                 failures = [MirrorFailure(url: url, reason: reason, attempts: attempt)]
                 guard reason.isTransient, attempt < options.maxAttemptsPerMirror else { throw .allMirrorsFailed(failures) }
-                _ = await pause(options.backoff(afterAttempt: attempt), shouldStop: { Task.isCancelled })
+                guard await pause(options.backoff(afterAttempt: attempt), cancellation: Latch()) else { throw .cancelled }
             }
         }
         throw .allMirrorsFailed(failures)

@@ -14,7 +14,7 @@ public final class Downloader: Sendable {
     public let userAgent: String
     private let clock: any ServiceClock
 
-    /// `clock` paces the backoff between attempts (the service's clock; a manual one in tests).
+    /// `clock` paces the backoff between attempts and transfers under a bandwidth cap (the service's clock; a manual one in tests).
     public init(userAgent: String = "earshotd/\(EarshotVersion.string)", clock: any ServiceClock = SystemServiceClock()) {
         CurlGlobal.ensureInitialized()
         self.userAgent = userAgent
@@ -29,16 +29,15 @@ public final class Downloader: Sendable {
     /// transfer, or Swift task cancellation) the partial file and its sidecar stay for a later resume.
     /// - Parameters:
     ///   - progress: called on the transfer thread, at most every `progressInterval`, and once at the end.
-    ///   - isCancelled: polled on the transfer thread (about once a second when idle, more when busy).
+    ///   - cancellation: opened to cancel: the transfer thread checks it (about once a second when
+    ///     idle, more when busy), a backoff between attempts ends at once.
     public func download(_ request: DownloadRequest,
                          progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
-                         isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(DownloadError) -> DownloadResult {
-        let flag = OnceFlag() // set by the task-cancellation handler, read by the transfer thread
-        let shouldStop: @Sendable () -> Bool = { flag.isSet || isCancelled() }
+                         cancellation: Latch = Latch()) async throws(DownloadError) -> DownloadResult {
         let outcome = await withTaskCancellationHandler {
-            await self.run(request, progress: progress, shouldStop: shouldStop)
+            await self.run(request, progress: progress, cancellation: cancellation)
         } onCancel: {
-            flag.set()
+            cancellation.open()
         }
         return try outcome.get()
     }
@@ -58,7 +57,8 @@ public final class Downloader: Sendable {
     }
 
     private func run(_ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void,
-                     shouldStop: @escaping @Sendable () -> Bool) async -> Result<DownloadResult, DownloadError> {
+                     cancellation: Latch) async -> Result<DownloadResult, DownloadError> {
+        let shouldStop: @Sendable () -> Bool = { cancellation.isOpen }
         if shouldStop() { return .failure(.cancelled) }
         guard !request.urls.isEmpty else { return .failure(.allMirrorsFailed([])) }
         if let failure = await BlockingWork.run("earshot.download.check", { Self.checkSpace(request) }) {
@@ -69,7 +69,7 @@ public final class Downloader: Sendable {
         var tooLargeLimit: Int64?
         for url in request.urls {
             let plan = TransferPlan(url: url, destination: request.destination, expectedSize: request.expectedSize,
-                                    options: request.options, userAgent: userAgent)
+                                    options: request.options, userAgent: userAgent, clock: clock)
             var attempts = 0
             var restarts = 0
             mirror: while true {
@@ -111,7 +111,7 @@ public final class Downloader: Sendable {
                     retryable = reason.isTransient
                 }
                 if retryable && attempts < request.options.maxAttemptsPerMirror {
-                    guard await pause(request.options.backoff(afterAttempt: attempts), shouldStop: shouldStop) else {
+                    guard await pause(request.options.backoff(afterAttempt: attempts), cancellation: cancellation) else {
                         return .failure(.cancelled)
                     }
                     continue mirror
@@ -140,25 +140,21 @@ public final class Downloader: Sendable {
         }
     }
 
-    /// Waits `duration` on the injected clock; false as soon as the download is cancelled. The
-    /// wait itself follows the clock alone; a watcher notices `shouldStop` (a flag the transfer
-    /// thread also polls) within 50 ms of real time and ends the wait early.
-    func pause(_ duration: Duration, shouldStop: @escaping @Sendable () -> Bool) async -> Bool {
-        if shouldStop() { return false }
+    /// Waits `duration` on the injected clock; false as soon as `cancellation` opens or the task
+    /// is cancelled.
+    func pause(_ duration: Duration, cancellation: Latch) async -> Bool {
+        if cancellation.isOpen || Task.isCancelled { return false }
         let clock = clock
         let slept = await withTaskGroup(of: Bool.self) { group in
             group.addTask { (try? await clock.sleep(for: duration)) != nil }
             group.addTask {
-                while !shouldStop() {
-                    do { try await Task.sleep(for: .milliseconds(50)) } catch { return true }
-                }
+                await cancellation.wait()
                 return false
             }
             let first = await group.next() ?? false
             group.cancelAll()
             return first
         }
-        return slept && !shouldStop()
+        return slept && !cancellation.isOpen && !Task.isCancelled
     }
 }
-

@@ -210,7 +210,7 @@ extension AssetService {
             options.maxBytesPerSecond = job.bandwidthLimit ?? options.maxBytesPerSecond
             let request = DownloadRequest(urls: entry.urls, destination: download, expectedSize: entry.size, options: options)
             do {
-                let fetched = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, isCancelled: { job.isCancelled })
+                let fetched = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, cancellation: job.cancellation)
                 observer?.downloaded(bytes: fetched.bytesTransferred)
             } catch {
                 throw Self.map(error, asset: entry)

@@ -18,7 +18,6 @@ final class InstallJob: @unchecked Sendable {
     /// Paces progress (the service's clock).
     private let clock: any ServiceClock
     private let lock = NSLock()
-    private var cancelled = false
     private var phase = InstallPhase.queued
     private var bytesDone: Int64 = 0
     private var lastPublished: Duration?
@@ -37,10 +36,13 @@ final class InstallJob: @unchecked Sendable {
     /// Shortest time between two byte-count reports.
     static let progressInterval = Duration.milliseconds(100)
 
-    var isCancelled: Bool { lock.withLock { cancelled } }
+    /// Opened when the job is cancelled (its download waits on it).
+    let cancellation = Latch()
+
+    var isCancelled: Bool { cancellation.isOpen }
 
     /// Stops the job at its next check; the partial download stays for a later resume.
-    func cancel() { lock.withLock { cancelled = true } }
+    func cancel() { cancellation.open() }
 
     /// Registers a progress sink; it gets the current state at once.
     func addSink(_ sink: @escaping @Sendable (InstallProgress) -> Void) -> UUID {

@@ -52,6 +52,8 @@ let package = Package(
         .target(name: "EarshotWire", exclude: ["README.md"]),
         .target(name: "EarshotSystem", dependencies: ["EarshotWire", "CMalloc"], exclude: ["README.md"]),
         .target(name: "EarshotTranscript", dependencies: ["EarshotWire"], exclude: ["README.md"]),
+        // earshotd ↔ earshot-engine only: kept out of EarshotWire, which the client links.
+        .target(name: "EarshotEngineLink", dependencies: ["EarshotWire"], exclude: ["README.md"]),
         // Optimised in debug builds too: compiling a model runs per phrase (up to 300 000) as a session opens.
         .target(name: "EarshotLanguageModel", exclude: ["README.md"], swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript", "CTerminal"], exclude: ["README.md"]),
@@ -61,17 +63,17 @@ let package = Package(
         ], exclude: ["README.md"]),
         .target(name: "EarshotAudio", dependencies: ["EarshotSystem", "CSndfile", "CSoxr"], exclude: ["README.md"]),
         .target(name: "EarshotSpeech", dependencies: [
-            "EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotLanguageModel", "CPocketSphinx", "CEspeakNG",
+            "EarshotWire", "EarshotEngineLink", "EarshotSystem", "EarshotAudio", "EarshotLanguageModel", "CPocketSphinx", "CEspeakNG",
         ], exclude: ["README.md"]),
         // The engine process's side: sherpa-onnx (and so ONNX Runtime) is linked only here.
-        .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotSystem", "CSherpaOnnx"], exclude: ["README.md"]),
+        .target(name: "EarshotSherpaOnnx", dependencies: ["EarshotWire", "EarshotEngineLink", "EarshotSystem", "CSherpaOnnx"], exclude: ["README.md"]),
         // Earshot's own Whisper decoder on ONNX Runtime, in the engine process.
         // Optimised in debug builds too: its per-token loops (50 000 logits a step) would otherwise
         // make every test's decode several times slower than the product's.
-        .target(name: "EarshotWhisper", dependencies: ["EarshotWire", "EarshotSystem", "CONNXRuntime", "CFFTW", "CZlib"], exclude: ["README.md"],
+        .target(name: "EarshotWhisper", dependencies: ["EarshotWire", "EarshotEngineLink", "EarshotSystem", "CONNXRuntime", "CFFTW", "CZlib"], exclude: ["README.md"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // The engine process's server: the link to earshotd, over our decoder and sherpa-onnx's detector.
-        .target(name: "EarshotEngine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotSherpaOnnx", "EarshotWhisper"], exclude: ["README.md"]),
+        .target(name: "EarshotEngine", dependencies: ["EarshotWire", "EarshotEngineLink", "EarshotSystem", "EarshotSherpaOnnx", "EarshotWhisper"], exclude: ["README.md"]),
         .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotLanguageModel", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
@@ -88,16 +90,16 @@ let package = Package(
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),
         .executableTarget(name: "fuzz-bench", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/fuzz-bench"),
         .executableTarget(name: "vs-peers", dependencies: ["EarshotSystem", "EarshotWire", "TestSupport"], path: "Benchmarks/vs-peers"),
-        .executableTarget(name: "quantization", dependencies: ["EarshotWhisper", "EarshotWire", "TestSupport"], path: "Benchmarks/quantization"),
+        .executableTarget(name: "quantization", dependencies: ["EarshotWhisper", "EarshotEngineLink", "EarshotWire", "TestSupport"], path: "Benchmarks/quantization"),
         .executableTarget(name: "wyoming-latency", dependencies: ["EarshotSystem", "TestSupport"], path: "Benchmarks/wyoming-latency"),
         .executableTarget(name: "speech-bench", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotWire", "EarshotSystem", "TestSupport"], path: "Benchmarks/speech-bench"),
 
-        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotSystem", "TestSupport"]),
+        .testTarget(name: "EarshotWireTests", dependencies: ["EarshotWire", "EarshotEngineLink", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotCommandLineTests", dependencies: ["EarshotCommandLine"]),
         .testTarget(name: "EarshotLanguageModelTests", dependencies: ["EarshotLanguageModel"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
-        .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotAudio", "EarshotLanguageModel", "TestSupport"]),
-        .testTarget(name: "EarshotWhisperTests", dependencies: ["EarshotWhisper", "EarshotWire", "TestSupport"]),
+        .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotEngineLink", "EarshotAudio", "EarshotLanguageModel", "TestSupport"]),
+        .testTarget(name: "EarshotWhisperTests", dependencies: ["EarshotWhisper", "EarshotEngineLink", "EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "EarshotLanguageModel", "TestSupport"]),

@@ -7,6 +7,7 @@
 // frames; the decoder's default is 1000, 10 s). quantization.sh converts the variants into --variants DIR/MODEL/{fp32,int8,int8-enc8,int8-enc16}
 // and extracts the sonnet into --sonnet DIR.
 import EarshotWhisper
+import EarshotEngineLink
 import EarshotWire
 import Foundation
 import TestSupport

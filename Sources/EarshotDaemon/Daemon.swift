@@ -33,7 +33,7 @@ public struct Daemon: Sendable {
 
     /// Every C library linked into the daemon, with its run-time version.
     public static var linkedLibraries: [LinkedLibrary] {
-        AssetsLibraries.linked + [ServiceManager.linkedLibrary, ZeroconfAnnouncer.linkedLibrary] + AudioLibraries.linked + SpeechLibraries.linked
+        AssetsLibraries.linked + [Systemd.linkedLibrary, ZeroconfAnnouncer.linkedLibrary] + AudioLibraries.linked + SpeechLibraries.linked
     }
 
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
@@ -76,13 +76,13 @@ public struct Daemon: Sendable {
 
         signal(SIGPIPE, SIG_IGN)
         let signals = SignalWatcher(signals: [SIGTERM, SIGINT])
-        let manager = ServiceManager()
+        let systemd = Systemd()
         let listener: Listener
         do {
             // The user daemon's default socket lives in directories that must be the user's own.
             let directory: Listener.Directory = mode == .user && paths.socket == SocketLocations.user(environment: environment)
                 ? .userRuntime(environment: environment) : .create(permissions: options.userMode ? 0o700 : 0o755)
-            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), directory: directory, manager: manager)
+            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), directory: directory, manager: systemd)
         } catch {
             logger.error("cannot listen: \(error)")
             return 1
@@ -160,22 +160,22 @@ public struct Daemon: Sendable {
         logger.notice("earshotd \(EarshotVersion.string) listening on \(where_)\(listener.activated ? " (socket activation)" : "")",
                       ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ","),
                        "http": http.isEmpty ? "off" : http.map(\.endpoint).joined(separator: ",")])
-        manager.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
+        systemd.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
 
         var group = ServiceGroup(services: services, clock: clock, shutdownTimeout: .seconds(config.seconds("Daemon.ShutdownTimeoutSec")),
                                  nextSignal: { await signals.next() }, log: { logger.log($0, $1) })
-        group.onShutdown = { reason in manager.notify("STOPPING=1\nSTATUS=Shutting down (\(reason))") }
-        if let interval = manager.watchdogInterval {
+        group.onShutdown = { reason in systemd.notify("STOPPING=1\nSTATUS=Shutting down (\(reason))") }
+        if let interval = systemd.watchdogInterval {
             group.heartbeat = (interval / 2, {
                 _ = await registry.count // proves the daemon's actors still answer
-                manager.notify("WATCHDOG=1")
+                systemd.notify("WATCHDOG=1")
             })
         }
         let outcome = await group.run()
         signals.stop()
         logger.notice("earshotd stopped", ["reason": outcome.reason])
         logger.flush()
-        manager.flush()
+        systemd.flush()
         return outcome.exitCode
     }
 

@@ -80,7 +80,7 @@ final class Listener: @unchecked Sendable {
     }
 
     /// Takes the socket-activated fd if there is one, else binds `path` with `mode`.
-    static func open(path: String, mode: mode_t, directory policy: Directory, manager: ServiceManager) throws(ListenerError) -> Listener {
+    static func open(path: String, mode: mode_t, directory policy: Directory, manager: Systemd) throws(ListenerError) -> Listener {
         if let fd = manager.activatedSockets().first {
             guard manager.isListeningUnixStream(fd) else { throw .badActivatedSocket(fd) }
             do { try UnixSocket.prepareInherited(fd) } catch { throw .system(error) }

@@ -3,9 +3,9 @@ import Dispatch
 import EarshotSystem
 import Foundation
 
-/// The service manager interface: readiness and status notifications, the watchdog, and
+/// systemd, the service manager: readiness and status notifications, the watchdog, and
 /// socket-activated listening fds. All no-ops when not run by systemd.
-public struct ServiceManager: Sendable {
+public struct Systemd: Sendable {
     private static let queue = DispatchQueue(label: "earshot.notify")
 
     public init() {}

@@ -1,4 +1,5 @@
 import EarshotSherpaOnnx
+import EarshotEngineLink
 import EarshotSystem
 import EarshotWhisper
 import EarshotWire

@@ -1,5 +1,6 @@
 import CSherpaOnnx
 import EarshotSystem
+import EarshotEngineLink
 import EarshotWire
 import Foundation
 

@@ -1,5 +1,6 @@
 import CZlib
 import EarshotSystem
+import EarshotEngineLink
 import EarshotWire
 import Foundation
 

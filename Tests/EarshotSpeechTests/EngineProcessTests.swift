@@ -1,4 +1,5 @@
 @testable import EarshotSpeech
+import EarshotEngineLink
 import EarshotWire
 import Foundation
 import Testing

@@ -93,13 +93,6 @@ enum SherpaFixture {
     /// Measured 7.0 % (5 errors in 71 words, as the fixture README says); 2 errors of margin for
     /// other CPUs' float rounding.
     static let whisperWERCeiling = 0.10
-    /// Measured 4.9 % on the 67 s concatenation (8 errors in 164 words) and 1.5 % on 46 s of
-    /// continuous speech split by length.
-    static let longFormWERCeiling = 0.08
-    /// Measured 11.9 % with sherpa-onnx 2.0.1 on 46 s of continuous speech cut into 21.5 s and
-    /// 24.7 s segments (8 errors in 67 words: tiny.en spells "ill-disposed" as "ill-'d-spose" and
-    /// "amiable" as "Amy a bull" in long segments; the old shared export gives the same text).
-    static let continuousWERCeiling = 0.15
     /// Amplitude scale (−50 dB) at which the sensitivities clearly disagree (measured: low 0.9 s,
     /// medium 8.0 s, high 11.5 s of ~20 s of speech).
     static let quietScale: Float = 0.003

@@ -1,5 +1,6 @@
 import EarshotAudio
 @testable import EarshotSpeech
+import EarshotEngineLink
 import EarshotWire
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import EarshotEngineLink
 import EarshotWire
 @testable import EarshotWhisper
 import Foundation

@@ -1,3 +1,4 @@
+import EarshotEngineLink
 import EarshotWire
 import Testing
 

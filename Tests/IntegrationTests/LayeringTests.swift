@@ -31,4 +31,19 @@ import TestSupport
         #expect(try await needsONNXRuntime("earshot-engine"))
         #expect(try await needsONNXRuntime("earshotd") == false)
     }
+
+    /// Issue 31: the engine link (earshotd ↔ earshot-engine) is not a client protocol, so its
+    /// module (`$s17EarshotEngineLink…`) is linked by the daemon and the engine, never by a CLI.
+    @Test func theEngineLinkStaysOutOfTheClients() async throws {
+        let directory = try TempDirectory("eslayer")
+        defer { directory.remove() }
+        func linkSymbols(_ product: String) async throws -> Int {
+            let run = try await ChildProcess.run("/usr/bin/nm", [BuiltProducts.path(product)], in: directory, timeout: .seconds(120))
+            try #require(run.status == 0, "nm \(product): \(run.stderr)")
+            return run.stdout.split(separator: "\n").filter { $0.contains(" $s17EarshotEngineLink") }.count
+        }
+        #expect(try await linkSymbols("earshot-engine") > 0, "the check finds the link where it is linked")
+        #expect(try await linkSymbols("earshotd") > 0)
+        for client in ["earshot", "earshotctl"] { #expect(try await linkSymbols(client) == 0, "\(client) links the engine link") }
+    }
 }

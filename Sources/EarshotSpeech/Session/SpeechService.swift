@@ -1,6 +1,7 @@
 import Dispatch
 import EarshotLanguageModel
 import EarshotSystem
+import EarshotEngineLink
 import EarshotWire
 import Foundation
 
@@ -415,15 +416,10 @@ public actor SpeechService {
         return (code, task)
     }
 
-    /// The session with `id`.
-    public func session(_ id: String) -> AnalysisSession? { sessions[id]?.session }
-
     /// How many shared models session `id` uses (what retention and a keep-alive keep loaded;
     /// PocketSphinx decoders are the session's own).
     public func sharedModelCount(of id: String) -> Int { sessions[id]?.keys.count ?? 0 }
 
-    /// Whether `id` belongs to connection `owner`.
-    public func owns(_ owner: Int, _ id: String) -> Bool { sessions[id]?.plan.owner == owner }
 
     /// Slots taken: sessions open, opening, and handed to woken waiters.
     private var slotsTaken: Int { sessions.count + opening + queue.handedOver }

@@ -1,4 +1,5 @@
 import EarshotSystem
+import EarshotEngineLink
 import EarshotWire
 import Foundation
 

@@ -1,3 +1,4 @@
+import EarshotEngineLink
 import EarshotSystem
 import EarshotWire
 import Foundation

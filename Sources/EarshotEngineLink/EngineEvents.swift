@@ -1,3 +1,5 @@
+import EarshotWire
+
 /// Requests and replies between earshotd and its engine process (`earshot-engine`), which runs the
 /// sherpa-onnx engines (Whisper, silero VAD) so ONNX Runtime's memory leaves with it. Every
 /// request carries an `id` its reply repeats and the `object` (a loaded model or detector) it is

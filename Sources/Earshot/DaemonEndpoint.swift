@@ -1,3 +1,4 @@
+import EarshotSystem
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,31 +1,6 @@
 import CPocketSphinx
 import Foundation
 
-/// A C `argv` (program name first) whose array and strings live as long as this object, as
-/// `cmd_ln_parse_r` requires: the `cmd_ln_t` it returns keeps pointing into them.
-final class PocketSphinxArgumentVector {
-    let count: Int32
-    let pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
-
-    init(_ arguments: [String]) {
-        count = Int32(arguments.count)
-        pointer = .allocate(capacity: arguments.count + 1)
-        for (index, argument) in arguments.enumerated() { pointer[index] = strdup(argument) }
-        pointer[arguments.count] = nil
-    }
-
-    deinit {
-        for index in 0..<Int(count) { free(pointer[index]) }
-        pointer.deallocate()
-    }
-}
-
-enum PocketSphinxLogging {
-    /// Turns sphinxbase logging off for the whole process, once. Done instead of `-logfn`, whose
-    /// `err_set_logfile` replaces (and closes) one process-wide `FILE *` on every `ps_init`.
-    static let silenced: Void = { err_set_logfp(nil) }()
-}
-
 /// Word strings as PocketSphinx spells them.
 enum PocketSphinxWords {
     /// Silence, sentence markers and noise words: `<s>`, `</s>`, `<sil>`, `[NOISE]`, `++UH++`.
@@ -45,14 +20,5 @@ enum PocketSphinxWords {
     /// A hypothesis string without fillers or variant numbers, single-spaced.
     static func clean(_ hypothesis: String) -> String {
         hypothesis.split(whereSeparator: \.isWhitespace).filter { !isFiller($0) }.map { baseWord($0) }.joined(separator: " ")
-    }
-}
-
-enum PocketSphinxSamples {
-    /// Float32 in [-1, 1] → s16, clipped; NaN becomes silence.
-    static func int16(_ sample: Float) -> Int16 {
-        let scaled = (sample * 32768).rounded()
-        if scaled.isNaN { return 0 }
-        return Int16(max(-32768, min(32767, scaled)))
     }
 }

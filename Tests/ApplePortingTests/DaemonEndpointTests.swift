@@ -1,3 +1,4 @@
+@testable import Earshot
 import EarshotSystem
 import Glibc
 import Testing

@@ -1,49 +1,6 @@
 import Dispatch
 import Foundation
 
-/// Session events in the order the session produced them, though segment decodes finish out of
-/// order: a decode reserves its place, and nothing after it is emitted before it is filled.
-/// Confined to the session's queue.
-final class OrderedEvents {
-    private let emit: @Sendable (SessionEvent) -> Void
-    /// Events waiting behind the oldest unfilled reservation (nil: reserved, not yet filled).
-    private var pending: [[SessionEvent]?] = []
-    /// Ticket of `pending[0]`.
-    private var first = 0
-    private var whenEmpty: [() -> Void] = []
-
-    init(emit: @escaping @Sendable (SessionEvent) -> Void) { self.emit = emit }
-
-    func send(_ event: SessionEvent) {
-        if pending.isEmpty { emit(event) } else { pending.append([event]) }
-    }
-
-    /// A place for events that come later; fill it with ``fill(_:with:)``.
-    func reserve() -> Int {
-        pending.append(nil)
-        return first + pending.count - 1
-    }
-
-    func fill(_ ticket: Int, with events: [SessionEvent]) {
-        pending[ticket - first] = events
-        while let head = pending.first, let events = head {
-            pending.removeFirst()
-            first += 1
-            events.forEach(emit)
-        }
-        if pending.isEmpty {
-            let waiting = whenEmpty
-            whenEmpty = []
-            waiting.forEach { $0() }
-        }
-    }
-
-    /// Runs `body` once everything sent so far has been emitted (now, if it has).
-    func whenEmitted(_ body: @escaping () -> Void) {
-        if pending.isEmpty { body() } else { whenEmpty.append(body) }
-    }
-}
-
 /// Bounds a session's segment decodes: at most `lanes` at once, each on its own lane (a serial
 /// queue, so a blocked decode never holds a thread of a shared pool), holding at most `maxSamples`
 /// of audio between those in flight and those reserved (a recording's window being gathered; one
@@ -118,46 +75,4 @@ final class DecodeWindow: @unchecked Sendable {
 
     /// Audio samples held by decodes in flight and reserved for coming ones.
     var samples: Int { condition.withLock { heldSamples } }
-}
-
-/// The daemon-wide bound on concurrent decodes (one per core), shared fairly between sessions: a
-/// freed slot goes to the waiting decode of the session that holds the fewest slots (the earliest
-/// among equals), so a long recording decoding segments in parallel never starves another session.
-final class DecodeGate: @unchecked Sendable {
-    // Unchecked: state is guarded by `condition`.
-    private let condition = NSCondition()
-    private var free: Int
-    private var held: [String: Int] = [:]
-    private var waiting: [(client: String, ticket: Int)] = []
-    private var nextTicket = 0
-
-    init(slots: Int) { free = max(1, slots) }
-
-    /// Blocks until `client` may decode.
-    func acquire(client: String) {
-        condition.withLock {
-            let ticket = nextTicket
-            nextTicket += 1
-            waiting.append((client, ticket))
-            while free == 0 || Self.next(waiting, held: held) != ticket { condition.wait() }
-            waiting.removeAll { $0.ticket == ticket }
-            free -= 1
-            held[client, default: 0] += 1
-            if free > 0 { condition.broadcast() }
-        }
-    }
-
-    func release(client: String) {
-        condition.withLock {
-            free += 1
-            held[client, default: 1] -= 1
-            if held[client] == 0 { held[client] = nil }
-            condition.broadcast()
-        }
-    }
-
-    /// The ticket to serve next: the waiter whose client holds the fewest slots, first come first.
-    static func next(_ waiting: [(client: String, ticket: Int)], held: [String: Int]) -> Int? {
-        waiting.min { (held[$0.client] ?? 0, $0.ticket) < (held[$1.client] ?? 0, $1.ticket) }?.ticket
-    }
 }

@@ -58,6 +58,9 @@ let package = Package(
         .target(name: "EarshotLanguageModel", exclude: ["README.md"], swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "EarshotCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotTranscript", "CTerminal"], exclude: ["README.md"]),
         .target(name: "EarshotClientCommandLine", dependencies: ["EarshotWire", "EarshotSystem", "EarshotCommandLine", "Earshot", "EarshotLanguageModel"], exclude: ["README.md"]),
+        // earshotctl's commands (catalog authoring needs EarshotAssets, which `earshot` must not link).
+        .target(name: "EarshotControlCommandLine", dependencies: ["EarshotWire", "EarshotCommandLine", "EarshotClientCommandLine", "Earshot", "EarshotAssets"],
+                exclude: ["README.md"]),
         .target(name: "EarshotAssets", dependencies: [
             "EarshotWire", "EarshotSystem", "EarshotLanguageModel", "CCurl", "CSQLite", "CArchive", "CCrypto",
         ], exclude: ["README.md"]),
@@ -76,15 +79,16 @@ let package = Package(
         .target(name: "EarshotEngine", dependencies: ["EarshotWire", "EarshotEngineLink", "EarshotSystem", "EarshotSherpaOnnx", "EarshotWhisper"], exclude: ["README.md"]),
         .target(name: "EarshotHTTP", dependencies: ["EarshotSystem", "CMicroHTTPD"], exclude: ["README.md"]),
         .target(name: "EarshotDaemon", dependencies: [
-            "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotLanguageModel", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript", "CSystemd", "CAvahi",
+            "EarshotWire", "EarshotSystem", "EarshotAssets", "EarshotLanguageModel", "EarshotSpeech", "EarshotAudio", "EarshotHTTP", "EarshotTranscript",
+            "EarshotCommandLine", "CSystemd", "CAvahi",
         ], exclude: ["README.md"]),
         .target(name: "EarshotAVFoundation", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "CFFmpeg", "CPulse"], exclude: ["README.md"]),
         .target(name: "Earshot", dependencies: ["EarshotWire", "EarshotSystem", "EarshotAudio", "EarshotAVFoundation", "EarshotLanguageModel"], exclude: ["README.md"]),
         .target(name: "TestSupport", dependencies: ["EarshotWire", "EarshotSystem"], exclude: ["README.md"]),
 
-        .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon", "EarshotCommandLine"]),
-        .executableTarget(name: "earshotctl", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine", "EarshotAssets"]),
-        .executableTarget(name: "earshot", dependencies: ["Earshot", "EarshotCommandLine", "EarshotClientCommandLine"]),
+        .executableTarget(name: "earshotd", dependencies: ["EarshotDaemon"]),
+        .executableTarget(name: "earshotctl", dependencies: ["EarshotControlCommandLine"]),
+        .executableTarget(name: "earshot", dependencies: ["EarshotClientCommandLine"]),
         .executableTarget(name: "earshot-engine", dependencies: ["EarshotEngine", "EarshotSystem"]),
 
         .executableTarget(name: "earshot-bench", dependencies: ["EarshotAssets"], path: "Benchmarks/earshot-bench"),

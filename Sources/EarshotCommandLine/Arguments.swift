@@ -89,47 +89,86 @@ public struct Arguments: Sendable {
     }
 }
 
+/// A mistake on the command line, found before anything is sent to a daemon: the CLI prints it
+/// with its usage and exits with ``ExitCode/usage``.
+public struct UsageError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+    /// A parse or option problem, or any other error a check of the command line threw.
+    public init(_ error: any Error) { description = "\(error)" }
+}
+
 /// The standard start of an Earshot CLI: parse, answer `--version` and `--help`, require a command.
 public struct CommandInvocation: Sendable {
     public let arguments: Arguments
     /// The first positional argument.
     public let command: String
 
-    /// Parses the process's arguments for `program`; prints usage and exits on anything unusable.
-    public static func parse(program: String, usage: String, valued: Set<String>, flags: Set<String>, short: [Character: String] = [:]) -> CommandInvocation {
+    /// What a program asks to be printed instead of running a command.
+    public enum Answer: Error, Sendable {
+        /// `--help`, or no command: the usage (exit 0 for `--help`, else a usage error).
+        case usage(requested: Bool)
+        /// `--version`.
+        case version
+    }
+
+    /// Parses `argv` (without the program name); throws ``UsageError`` on anything unusable and
+    /// ``Answer`` for `--help`, `--version` or a missing command.
+    public static func parse(_ argv: [String], valued: Set<String>, flags: Set<String>, short: [Character: String] = [:]) throws -> CommandInvocation {
+        // `--version` alone answers even where a command takes a `--version N` of its own.
+        if argv == ["--version"] { throw Answer.version }
         let arguments: Arguments
         do {
-            arguments = try Arguments(Array(CommandLine.arguments.dropFirst()), valued: valued, flags: flags.union(["help", "version"]), short: short)
+            arguments = try Arguments(argv, valued: valued, flags: flags.union(["help", "version"]), short: short)
         } catch {
-            Output.error(program, "\(error)\n\(usage)")
-            exit(ExitCode.failure.rawValue)
+            throw UsageError(error)
         }
-        if arguments.has("version") {
-            print("\(program) \(EarshotVersion.string)")
-            exit(ExitCode.success.rawValue)
-        }
-        guard let command = arguments.positional.first, !arguments.has("help") else {
-            print(usage)
-            exit(arguments.has("help") ? ExitCode.success.rawValue : ExitCode.failure.rawValue)
-        }
+        if arguments.has("version") { throw Answer.version }
+        guard let command = arguments.positional.first, !arguments.has("help") else { throw Answer.usage(requested: arguments.has("help")) }
         return CommandInvocation(arguments: arguments, command: command)
     }
 
-    /// Exits with usage unless every option given is one `command` takes (`allowed`, plus
-    /// `common`, which every command takes).
-    public func require(only allowed: Set<String>, common: Set<String>, program: String, usage: String) {
+    /// Throws unless every option given is one `command` takes (`allowed`, plus `common`, which
+    /// every command takes).
+    public func require(only allowed: Set<String>, common: Set<String>) throws(UsageError) {
         do {
             try arguments.check(only: allowed.union(common), for: command)
         } catch {
-            Output.error(program, "\(error)\n\(usage)")
-            exit(ExitCode.failure.rawValue)
+            throw UsageError(error)
         }
     }
 
-    /// Reports an unknown command and exits.
-    public func unknownCommand(program: String, usage: String) -> Never {
-        Output.error(program, "unknown command '\(command)'\n\(usage)")
-        exit(ExitCode.failure.rawValue)
+    /// The error for a command the program does not have.
+    public var unknownCommand: UsageError { UsageError("unknown command '\(command)'") }
+
+    /// The `index`th positional argument after the command, or a usage error saying what it is.
+    public func operand(_ index: Int = 1, _ what: String) throws(UsageError) -> String {
+        guard arguments.positional.count > index else { throw UsageError("'\(command)' needs \(what)") }
+        return arguments.positional[index]
+    }
+}
+
+/// How an Earshot CLI ends: runs `body` and turns what it threw into the message and exit status
+/// every CLI uses — a usage error (64) pointing to `--help`, anything else as `program: error` (1).
+public enum CommandLineProgram {
+    public static func run(_ program: String, usage: String, _ body: () async throws -> ExitCode) async -> Int32 {
+        do {
+            return try await body().rawValue
+        } catch let answer as CommandInvocation.Answer {
+            switch answer {
+            case .version: print("\(program) \(EarshotVersion.string)")
+            case .usage(let requested):
+                if requested { print(usage) } else { Output.error(program, "no command given\n\(usage)") }
+                return requested ? ExitCode.success.rawValue : ExitCode.usage.rawValue
+            }
+            return ExitCode.success.rawValue
+        } catch let error as UsageError {
+            Output.error(program, "\(error) (\(program) --help lists the commands and their options)")
+            return ExitCode.usage.rawValue
+        } catch {
+            Output.error(program, "\(error)")
+            return ExitCode.failure.rawValue
+        }
     }
 }
 

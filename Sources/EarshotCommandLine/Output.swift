@@ -6,6 +6,8 @@ public enum ExitCode: Int32, Sendable {
     case success = 0
     case failure = 1
     case nothingToDo = 2
+    /// The command line is wrong (sysexits' EX_USAGE): nothing was sent to a daemon.
+    case usage = 64
 
     /// `earshotctl update`'s status: 1 when something needs an admin (a refused catalog, a
     /// failed asset), else 0 when something changed (or, on a dry run, would), else 2 — also when

@@ -84,3 +84,28 @@ public enum AssetStatus: String, Codable, Sendable, Hashable {
         return .installed
     }
 }
+
+/// The engines this daemon runs, by the name a catalog asset gives in `engine`. A catalog may name
+/// others (a newer daemon's): those assets install but never serve a session
+/// (`SpeechError.unknownEngine`).
+public enum EngineKind: String, Sendable, CaseIterable, Codable {
+    /// Whisper (Earshot's decoder on ONNX Runtime; the name is the asset format's, kept from
+    /// sherpa-onnx's export).
+    case whisper = "sherpa-onnx-whisper"
+    case pocketSphinx = "pocketsphinx"
+    /// The silero voice activity detector (sherpa-onnx).
+    case sileroVAD = "sherpa-onnx-silero-vad"
+
+    /// Whether its sessions are cut into speech segments by voice activity detection, so its
+    /// modules also need the detector asset.
+    public var needsDetector: Bool { self != .sileroVAD }
+
+    /// The name users read (`unhonored` reasons).
+    public var displayName: String {
+        switch self {
+        case .whisper: "Whisper"
+        case .pocketSphinx: "PocketSphinx"
+        case .sileroVAD: "Silero VAD"
+        }
+    }
+}

@@ -54,7 +54,7 @@ import TestSupport
         #expect(result.status == 1)
         #expect(result.stderr.contains("no catalog asset supports transcriber or dictation for locale xx-YY"))
         let missing = try await run("earshotctl", ["install"], daemon)
-        #expect(missing.status == 1)
+        #expect(missing.status == 64, "a usage error")
         #expect(missing.stderr.contains("--locale is required"))
     }
 

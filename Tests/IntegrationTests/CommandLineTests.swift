@@ -50,13 +50,41 @@ import TestSupport
         let dir = try TempDirectory()
         defer { dir.remove() }
         let option = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["status", "--frobnicate"], in: dir)
-        #expect(option.status == 1)
+        #expect(option.status == 64)
         #expect(option.stderr.contains("unknown option --frobnicate"))
-        let daemon = try await TestDaemon()
-        defer { Task { await daemon.cleanUp() } }
-        let command = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket, "explode"], in: dir)
-        #expect(command.status == 1)
-        #expect(command.stderr.contains("unknown command 'explode'"))
+        // Found before any daemon is contacted: none answers here.
+        let command = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", dir.file("nobody.sock"), "explode"], in: dir)
+        #expect(command.status == 64)
+        #expect(command.stderr.contains("unknown command 'explode'") && !command.stderr.contains("no Earshot daemon answers"), "\(command.stderr)")
+    }
+
+    /// Issue 31 regression: `earshot` connected (starting a user daemon when none answered)
+    /// before it looked at the command, and reported usage mistakes as daemon errors (exit 1).
+    /// Now the whole command line is checked first: a usage error, exit 64, nothing started.
+    @Test func usageMistakesAreFoundBeforeAnyDaemonIsContactedOrStarted() async throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let env: [String: String?] = ["XDG_RUNTIME_DIR": dir.file("run"), "XDG_STATE_HOME": dir.file("state"), "XDG_CACHE_HOME": dir.file("cache"),
+                                      "XDG_CONFIG_HOME": dir.file("config"), "EARSHOT_SOCKET": nil]
+        try FileManager.default.createDirectory(atPath: dir.file("run"), withIntermediateDirectories: true)
+        let socket = dir.file("run/earshot/earshot.sock")
+        for (arguments, message) in [(["frobnicate"], "unknown command 'frobnicate'"), (["reserve"], "reserve needs one locale"),
+                                     (["transcribe"], "transcribe needs audio files"), (["transcribe", "--beam", "x", "a.wav"], "--beam needs"),
+                                     (["transcribe", "--module", "dictation", "--translate", "a.wav"], "dictation cannot translate"),
+                                     (["locales", "--module", "nonsense"], "unknown module 'nonsense'"), (["install"], "--locale is required")] {
+            let run = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", socket] + arguments, environment: env, in: dir)
+            #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")
+            #expect(run.stderr.contains(message) && run.stderr.contains("earshot --help"), "\(arguments): \(run.stderr)")
+            #expect(!run.stderr.contains("starting earshotd"), "\(arguments) started a daemon")
+        }
+        #expect(!FileManager.default.fileExists(atPath: socket), "no user daemon was started")
+        for (arguments, message) in [(["cancel"], "'cancel' needs an asset id"), (["release", "--locale", "en", "--uid", "me"], "--uid needs a number"),
+                                     (["catalog", "frob"], "unknown catalog command 'frob'")] {
+            let run = try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", socket] + arguments, environment: env, in: dir)
+            #expect(run.status == 64 && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
+        }
+        let daemon = try await ChildProcess.run(BuiltProducts.path("earshotd"), ["--user", "stray"], environment: env, in: dir)
+        #expect(daemon.status == 64 && daemon.stderr.contains("unexpected argument stray"), "\(daemon.stderr)")
     }
 
     @Test func earshotStartsAUserDaemonOnDemand() async throws {

@@ -116,13 +116,13 @@ struct KeepAliveTests {
     @Test func unusableKeepAlivesAreTypedErrors() async throws {
         for value in ["-5s", "soon", "1e3", "5d"] {
             let run = try await Self.transcribe(["--keep-alive", value])
-            #expect(run.status == 1)
+            #expect(run.status == 64, "a usage error")
             #expect(run.child.stderr.contains("--keep-alive needs a duration such as 0, 30s, 5m or 1h, not '\(value)'"), "\(run.child.stderr)")
         }
         // Only transcribe keeps a model: elsewhere the option is refused, not ignored.
         let status = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", try SpeechDaemon.shared().socket, "status", "--keep-alive", "5m"],
                                                 in: try SpeechDaemon.shared().directory)
-        #expect(status.status == 1 && status.stderr.contains("'status' does not take --keep-alive"), "\(status.stderr)")
+        #expect(status.status == 64 && status.stderr.contains("'status' does not take --keep-alive"), "\(status.stderr)")
         let connection = try TestConnection(SpeechDaemon.shared().socket)
         defer { connection.close() }
         let hostile: [JSONValue] = [.int(-1), .double(-0.5), .string("forever"), .bool(true)]

@@ -280,15 +280,11 @@ public actor AssetService {
         return [fit, preferred ? 1 : 0, asset.rank, asset.version]
     }
 
-    /// Engines whose sessions are cut into speech segments by voice activity detection: their
-    /// modules also need the detector asset.
-    public static let enginesNeedingDetector: Set<String> = ["sherpa-onnx-whisper", "pocketsphinx"]
-
     /// Every asset `module` needs: its own, plus the detector asset for engines that need one. A
     /// module whose dependency no catalog lists is unsupported (it could install but never run).
     func requiredAssets(_ module: ModuleConfiguration) throws(AssetError) -> [CatalogAsset] {
         let own = try resolve(module)
-        guard Self.enginesNeedingDetector.contains(own.engine) else { return [own] }
+        guard EngineKind(rawValue: own.engine)?.needsDetector == true else { return [own] }
         guard let detector = try? resolve(ModuleConfiguration(kind: .detector, locale: nil)) else {
             throw .unsupportedModule("\(own.id) (\(own.engine)) needs a voice activity detector asset, and no catalog lists one")
         }

@@ -9,18 +9,17 @@ enum EngineCapabilities {
     /// not honour; `unusableWords` are the contextual words a PocketSphinx decoder could not use.
     static func unhonored(_ configuration: ModuleConfiguration, engine: String, module: Int, context: AnalysisContextData,
                           decoding: DecodingOptions? = nil, unusableWords: [(word: String, reason: String)]) -> [UnhonoredRequest] {
-        let name: String
+        guard let kind = EngineKind(rawValue: engine), kind != .sileroVAD else { return [] }
+        let name = kind.displayName
         let honouredOptions: Set<String>
         var requests: [UnhonoredRequest] = []
-        switch engine {
-        case "sherpa-onnx-whisper":
-            name = "Whisper"
+        switch kind {
+        case .whisper:
             honouredOptions = [ModuleConfiguration.translateOption]
             requests += WhisperContext.split(context.allStrings).refused.map {
                 UnhonoredRequest(module: module, kind: .contextualString, value: $0.phrase, reason: $0.reason)
             }
-        case "pocketsphinx":
-            name = "PocketSphinx"
+        case .pocketSphinx:
             honouredOptions = []
             requests += unusableWords.map { UnhonoredRequest(module: module, kind: .contextualString, value: $0.word, reason: $0.reason) }
             if let decoding {
@@ -29,7 +28,7 @@ enum EngineCapabilities {
                     UnhonoredRequest(module: module, kind: .decodingOption, value: $0.0, reason: "PocketSphinx decodes with its own search and takes no \($0.0)")
                 }
             }
-        default:
+        case .sileroVAD:
             return []
         }
         let options = configuration.transcriptionOptions.filter { !honouredOptions.contains($0) }.map {

@@ -79,6 +79,9 @@ public struct ModelAsset: Sendable, Hashable {
         self.engine = engine
         self.files = files
     }
+
+    /// The engine, if this daemon runs it.
+    public var kind: EngineKind? { EngineKind(rawValue: engine) }
 }
 
 /// What opening a session needs: each module with the asset serving it, the VAD asset.
@@ -262,8 +265,8 @@ public actor SpeechService {
     /// The engine for one module of session `session` of `plan` (both nil: preloading, no session).
     private func engine(for configuration: ModuleConfiguration, asset: ModelAsset, context: AnalysisContextData, session: String?,
                         plan: SessionPlan?) async throws -> SessionEngine {
-        switch asset.engine {
-        case "sherpa-onnx-whisper":
+        switch asset.kind {
+        case .whisper:
             guard let encoder = asset.files["encoder"], let decoder = asset.files["decoder"], let tokens = asset.files["tokens"] else {
                 throw SpeechError.incompleteAsset("\(asset.key) lacks encoder, decoder or tokens")
             }
@@ -295,7 +298,7 @@ public actor SpeechService {
                                                release: { [weak self] in await self?.release([key], of: plan) })
             }
             return .segments(transcriber)
-        case "pocketsphinx":
+        case .pocketSphinx:
             var languageModel: (model: CompiledLanguageModel, weight: Double)?
             if let use = configuration.languageModel {
                 guard let document = plan?.languageModels[use.model] else { throw SpeechError.invalidOptions("custom language model \(use.model) was not resolved") }
@@ -305,9 +308,9 @@ public actor SpeechService {
                 try PocketSphinxEngine.decoder(files: asset.files, contextualStrings: context.allStrings, languageModel: languageModel)
             }
             return .streaming(observer.map { MeteredDecoder(decoder, engine: asset.engine, observer: $0) } ?? decoder)
-        case "sherpa-onnx-silero-vad":
+        case .sileroVAD:
             return .detector
-        default:
+        case nil:
             throw SpeechError.unknownEngine(asset: asset.key, engine: asset.engine)
         }
     }
@@ -490,7 +493,7 @@ public actor SpeechService {
 
     /// Preloads the models a plan needs (`prepareToAnalyze`), kept `lingering`.
     public func prepare(_ plan: SessionPlan) async throws {
-        for (configuration, asset) in plan.modules where asset.engine == "sherpa-onnx-whisper" {
+        for (configuration, asset) in plan.modules where asset.kind == .whisper {
             if case .segments = try await engine(for: configuration, asset: asset, context: plan.context, session: nil, plan: nil) {
                 await cache.release(Self.cacheKey(asset, configuration: configuration, threads: settings.inferenceThreads), retention: .lingering, owner: plan.owner, uid: plan.ownerUID)
             }
@@ -515,7 +518,7 @@ public actor SpeechService {
         var decoders: [String: (users: Int, files: [String: String])] = [:]
         for entry in sessions.values {
             for engine in Set(entry.plan.modules.map(\.asset.engine)) { byEngine[engine, default: 0] += 1 }
-            for asset in Set(entry.plan.modules.map(\.asset)) where asset.engine == "pocketsphinx" {
+            for asset in Set(entry.plan.modules.map(\.asset)) where asset.kind == .pocketSphinx {
                 decoders[asset.key, default: (0, asset.files)].users += 1
             }
         }

@@ -1,41 +1,70 @@
 import Earshot
-import EarshotClientCommandLine
 import EarshotCommandLine
 import EarshotWire
 import Foundation
 
 /// `earshot transcribe FILE… [--locale L] [--module KIND] [--keep-alive D] [--prompt TEXT] [--context PHRASE]… [--beam N]
-/// [--temperature T] [--json|--srt|--vtt]`, `--live` and `--mic`.
-enum TranscribeCommand {
-    static func run(_ arguments: Arguments, connection: DaemonConnection) async throws -> ExitCode {
-        let files = Array(arguments.positional.dropFirst())
-        let mic = arguments.has("mic")
-        let live = arguments.has("live") || mic
-        guard live || !files.isEmpty else { throw WireError(.badRequest, "transcribe needs audio files (or --live to read PCM from stdin, or --mic)") }
-        var candidates = try ModuleArguments.candidates(locale: arguments.value("locale") ?? "en-US", module: arguments.value("module"))
+/// [--temperature T] [--json|--srt|--vtt]`, `--live` and `--mic`: checked in full when made, before
+/// any daemon is contacted.
+struct TranscribeCommand {
+    let arguments: Arguments
+    let files: [String]
+    let mic: Bool
+    let live: Bool
+    /// Transcriber first, then dictation (a detector never transcribes).
+    let candidates: [ModuleConfiguration]
+    let translate: Bool
+    let languageModel: SFSpeechLanguageModel.Configuration?
+    let keepAlive: Duration?
+    let options: SpeechAnalyzer.Options
+    let context: [String]
+    /// `--rate` and `--channels` of `--live` input.
+    let rate: Int
+    let channels: Int
+
+    init(_ arguments: Arguments) throws(UsageError) {
+        self.arguments = arguments
+        files = Array(arguments.positional.dropFirst())
+        mic = arguments.has("mic")
+        live = arguments.has("live") || mic
+        guard live || !files.isEmpty else { throw UsageError("transcribe needs audio files (or --live to read PCM from stdin, or --mic)") }
+        var candidates: [ModuleConfiguration]
+        do {
+            candidates = try ModuleArguments.candidates(locale: arguments.value("locale") ?? "en-US", module: arguments.value("module"))
+        } catch {
+            throw UsageError(error)
+        }
         candidates = candidates.filter { $0.kind != .detector }
-        let translate = arguments.has("translate")
+        translate = arguments.has("translate")
         if translate {
             // Only transcribers translate; dictation would silently give untranslated text.
-            guard candidates.contains(where: { $0.kind == .transcriber }) else { throw WireError(.badRequest, "--translate needs a transcriber module (dictation cannot translate)") }
+            guard candidates.contains(where: { $0.kind == .transcriber }) else { throw UsageError("--translate needs a transcriber module (dictation cannot translate)") }
             candidates = candidates.filter { $0.kind == .transcriber }.map {
                 var module = $0
                 module.transcriptionOptions = [ModuleConfiguration.translateOption]
                 return module
             }
         }
+        guard !candidates.isEmpty else { throw UsageError("transcribe needs a transcriber or dictation module") }
+        self.candidates = candidates
         // Dictation interpolates a custom language model; Whisper takes its phrases as contextual strings.
-        let languageModel = arguments.value("lm").map { SFSpeechLanguageModel.Configuration(languageModel: URL(fileURLWithPath: $0)) }
-        guard !candidates.isEmpty else { throw WireError(.badRequest, "transcribe needs a transcriber or dictation module") }
-
+        languageModel = arguments.value("lm").map { SFSpeechLanguageModel.Configuration(languageModel: URL(fileURLWithPath: $0)) }
         // Warm by default (Ollama's keep_alive): the model lingers for the daemon's LingerSeconds,
         // or --keep-alive, so the next call does not load it again.
-        let keepAlive = try arguments.duration("keep-alive")
+        do {
+            keepAlive = try arguments.duration("keep-alive")
+        } catch {
+            throw UsageError(error)
+        }
         // Files are whole recordings: Whisper decodes consecutive utterances together.
-        let options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive, input: live ? .live : .recording,
-                                             decoding: try decoding(arguments))
-        let context = arguments.values("context")
+        options = SpeechAnalyzer.Options(priority: .userInitiated, modelRetention: .lingering, keepAlive: keepAlive, input: live ? .live : .recording,
+                                         decoding: try Self.decoding(arguments))
+        context = arguments.values("context")
+        rate = try Self.integer(arguments, "rate", default: 16000)
+        channels = try Self.integer(arguments, "channels", default: 1)
+    }
 
+    func run(connection: DaemonConnection) async throws -> ExitCode {
         // One status query when the preferred model is installed (the analyzer shares this
         // connection); otherwise it installs the first supported candidate — a transcriber over
         // dictation — with progress.
@@ -53,7 +82,7 @@ enum TranscribeCommand {
         var exit = ExitCode.success
         var keepAliveNoted = false
         for file in live ? [mic ? "microphone" : "-"] : files {
-            let module = makeModule(configuration.kind, locale: locale, volatile: live, translate: translate, languageModel: languageModel)
+            let module = Self.makeModule(configuration.kind, locale: locale, volatile: live, translate: translate, languageModel: languageModel)
             let analyzer = SpeechAnalyzer(modules: [module], options: options)
             if !context.isEmpty {
                 let analysisContext = AnalysisContext()
@@ -63,13 +92,12 @@ enum TranscribeCommand {
             // Final text on stdout (stderr when stdout carries JSON or subtitles); volatile text
             // redrawn in place on the terminal.
             let display = live ? LiveTranscriptRenderer.onStandardError(finalsToStderr: arguments.has("json") || arguments.has("srt") || arguments.has("vtt")) : nil
-            let collector = Task { try await segments(of: module, live: display) }
+            let collector = Task { try await Self.segments(of: module, live: display) }
             do {
                 let last = if mic {
-                    try await analyzer.analyzeSequence(try microphone(arguments))
+                    try await analyzer.analyzeSequence(try Self.microphone(arguments))
                 } else if live {
-                    try await analyzer.analyzeSequence(RawPCMInputSequenceProvider(fileDescriptor: 0, sampleRate: try integer(arguments, "rate", default: 16000),
-                                                                                   channels: try integer(arguments, "channels", default: 1), analyzerFormat: format).analyzerInputs)
+                    try await analyzer.analyzeSequence(RawPCMInputSequenceProvider(fileDescriptor: 0, sampleRate: rate, channels: channels, analyzerFormat: format).analyzerInputs)
                 } else {
                     // The provider opens and decodes the file on its own threads.
                     try await analyzer.analyzeSequence(AssetInputSequenceProvider.provider(from: AVURLAsset(url: URL(fileURLWithPath: file)), analyzerFormat: format).analyzerInputs)
@@ -94,7 +122,7 @@ enum TranscribeCommand {
                 }
                 // Live text was printed as it was finalized.
                 if !live || arguments.has("json") || arguments.has("srt") || arguments.has("vtt") {
-                    print(render(segments, file: file, arguments: arguments), terminator: "")
+                    print(Self.render(segments, file: file, arguments: arguments), terminator: "")
                 }
             } catch {
                 collector.cancel()
@@ -110,7 +138,7 @@ enum TranscribeCommand {
     /// stops capture so the words said so far are finalized and printed.
     static func microphone(_ arguments: Arguments) throws -> AnalyzerInputSequence {
         let device = try arguments.value("device").map { name in
-            try AVCaptureDevice(uniqueID: name).orThrow(WireError(.badRequest, "--device needs a source name (pactl list sources short)"))
+            try AVCaptureDevice(uniqueID: name).orThrow(UsageError("--device needs a source name (earshot devices), not '\(name)'"))
         } ?? AVCaptureDevice.default(.microphone, for: .audio, position: .unspecified)!
         // The model is installed (checked above), so the format is the analyzer's: no second query.
         let session = AVCaptureSession()
@@ -129,30 +157,30 @@ enum TranscribeCommand {
 
     /// `--prompt TEXT`, `--beam N` and `--temperature T` (nil when none is given); a value out of
     /// range is an error here, before any audio is sent.
-    static func decoding(_ arguments: Arguments) throws -> SpeechAnalyzer.Options.Decoding? {
-        let beam = try arguments.value("beam").map { text in
+    static func decoding(_ arguments: Arguments) throws(UsageError) -> SpeechAnalyzer.Options.Decoding? {
+        let beam = try arguments.value("beam").map { text throws(UsageError) in
             guard let value = Int(text), (1...DecodingOptions.maxBeamSize).contains(value) else {
-                throw WireError(.badRequest, "--beam needs a whole number from 1 to \(DecodingOptions.maxBeamSize), not '\(text)'")
+                throw UsageError("--beam needs a whole number from 1 to \(DecodingOptions.maxBeamSize), not '\(text)'")
             }
             return value
         }
-        let temperature = try arguments.value("temperature").map { text in
+        let temperature = try arguments.value("temperature").map { text throws(UsageError) in
             guard let value = Double(text), value.isFinite, (0...1).contains(value) else {
-                throw WireError(.badRequest, "--temperature needs a number from 0 to 1, not '\(text)'")
+                throw UsageError("--temperature needs a number from 0 to 1, not '\(text)'")
             }
             return value
         }
         let decoding = SpeechAnalyzer.Options.Decoding(prompt: arguments.value("prompt"), beamSize: beam, temperature: temperature)
         if let problem = DecodingOptions(prompt: decoding.prompt, beamSize: beam, temperature: temperature).problem {
-            throw WireError(.badRequest, "--prompt: \(problem)")
+            throw UsageError("--prompt: \(problem)")
         }
         return decoding == SpeechAnalyzer.Options.Decoding() ? nil : decoding
     }
 
     /// `--NAME N` as an integer (`fallback` when absent); anything else is an error, not a default.
-    static func integer(_ arguments: Arguments, _ name: String, default fallback: Int) throws -> Int {
+    static func integer(_ arguments: Arguments, _ name: String, default fallback: Int) throws(UsageError) -> Int {
         guard let text = arguments.value(name) else { return fallback }
-        guard let value = Int(text) else { throw WireError(.badRequest, "--\(name) needs a whole number, not '\(text)'") }
+        guard let value = Int(text) else { throw UsageError("--\(name) needs a whole number, not '\(text)'") }
         return value
     }
 

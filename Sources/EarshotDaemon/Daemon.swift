@@ -41,9 +41,9 @@ public struct Daemon: Sendable {
         let mode: DaemonPaths.Mode = options.userMode ? .user : .system
         let configFile = options.configFile ?? DaemonPaths.defaultConfigFile(mode: mode, environment: environment)
         var config = DaemonConfig.load(path: configFile)
-        if !options.catalogURLs.isEmpty { config.override("Catalog.URL", values: options.catalogURLs, source: "command line") }
-        if !options.keyDirectories.isEmpty { config.override("Catalog.KeysDirectory", values: options.keyDirectories, source: "command line") }
-        let logger = Logger(minimum: LogLevel(rawValue: config["Daemon.LogLevel"]) ?? .info, environment: environment)
+        if !options.catalogURLs.isEmpty { config.override(.catalogURL, values: options.catalogURLs, source: "command line") }
+        if !options.keyDirectories.isEmpty { config.override(.catalogKeysDirectory, values: options.keyDirectories, source: "command line") }
+        let logger = Logger(minimum: LogLevel(rawValue: config[.daemonLogLevel]) ?? .info, environment: environment)
         defer { logger.flush() }
         for warning in config.warnings { logger.warning("config: \(warning)") }
         guard config.errors.isEmpty else {
@@ -82,27 +82,27 @@ public struct Daemon: Sendable {
             // The user daemon's default socket lives in directories that must be the user's own.
             let directory: Listener.Directory = mode == .user && paths.socket == SocketLocations.user(environment: environment)
                 ? .userRuntime(environment: environment) : .create(permissions: options.userMode ? 0o700 : 0o755)
-            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), directory: directory, manager: systemd)
+            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config[.daemonSocketMode], radix: 8)!), directory: directory, manager: systemd)
         } catch {
             logger.error("cannot listen: \(error)")
             return 1
         }
 
-        let limits = DaemonLimits(frame: config.frameLimits, maxConnections: config.int("Limits.MaxConnections"))
+        let limits = DaemonLimits(frame: config.frameLimits, maxConnections: config.int(.limitsMaxConnections))
         let registry = ConnectionRegistry(limits: ConnectionLimits(
-            maxConnections: limits.maxConnections, maxPerUser: config.int("Limits.MaxConnectionsPerUser"),
-            adminReserved: config.int("Limits.AdminReservedConnections"), maxPerAddress: config.int("Limits.MaxConnectionsPerAddress")))
+            maxConnections: limits.maxConnections, maxPerUser: config.int(.limitsMaxConnectionsPerUser),
+            adminReserved: config.int(.limitsAdminReservedConnections), maxPerAddress: config.int(.limitsMaxConnectionsPerAddress)))
         let refusals = RefusalLog(logger: logger, clock: clock)
         let facts = DaemonFacts(config: config, paths: paths, socketPath: listener.path, socketActivated: listener.activated,
                                 started: .now, limits: limits)
         let speech = SpeechService(settings: SpeechSettings(
-            maxConcurrentAnalyses: config.int("Analysis.MaxConcurrentAnalyses"), maxConcurrentAnalysesHard: config.int("Analysis.MaxConcurrentAnalysesHard"),
-            lingerSeconds: config.seconds("Analysis.LingerSeconds"), maxKeepAliveSeconds: config.seconds("Analysis.MaxKeepAliveSec"),
-            inferenceThreads: config.int("Analysis.InferenceThreads"), batchThreads: config.int("Analysis.BatchThreads"),
-            recordingWindowSeconds: config.seconds("Analysis.RecordingWindowSec"),
-            speculativeDecode: config["Analysis.SpeculativeDecode"] == "yes", maxQueued: config.int("Analysis.MaxQueued"),
-            maxModelMemoryBytes: config.int("Analysis.MaxModelMemoryMiB") > 0 ? config.int("Analysis.MaxModelMemoryMiB") << 20 : Int(ProcessInfo.processInfo.physicalMemory / 2),
-            beamSize: config.int("Analysis.BeamSize"), conditionOnPreviousText: config["Analysis.ConditionOnPreviousText"] == "yes"),
+            maxConcurrentAnalyses: config.int(.analysisMaxConcurrentAnalyses), maxConcurrentAnalysesHard: config.int(.analysisMaxConcurrentAnalysesHard),
+            lingerSeconds: config.seconds(.analysisLingerSeconds), maxKeepAliveSeconds: config.seconds(.analysisMaxKeepAliveSec),
+            inferenceThreads: config.int(.analysisInferenceThreads), batchThreads: config.int(.analysisBatchThreads),
+            recordingWindowSeconds: config.seconds(.analysisRecordingWindowSec),
+            speculativeDecode: config.flag(.analysisSpeculativeDecode), maxQueued: config.int(.analysisMaxQueued),
+            maxModelMemoryBytes: config.int(.analysisMaxModelMemoryMiB) > 0 ? config.int(.analysisMaxModelMemoryMiB) << 20 : Int(ProcessInfo.processInfo.physicalMemory / 2),
+            beamSize: config.int(.analysisBeamSize), conditionOnPreviousText: config.flag(.analysisConditionOnPreviousText)),
             clock: clock, observer: SpeechReports(metrics: metrics, logger: logger))
         EngineProcess.shared.observe { event in
             switch event {
@@ -113,12 +113,12 @@ public struct Daemon: Sendable {
         }
         let errors = ErrorMap(logger: logger, metrics: metrics)
         let coordinator = AnalysisCoordinator(speech: speech, assets: assets, metrics: metrics)
-        let admins = AdminPolicy(group: config["Daemon.AdminGroup"], daemonUID: getuid())
+        let admins = AdminPolicy(group: config[.daemonAdminGroup], daemonUID: getuid())
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors, logger: logger), errors: errors)
-        let idleTimeout = config.seconds("Limits.IdleTimeoutSec")
-        let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds("Limits.OutputStallTimeoutSec"),
-                                                  frameTimeout: config.seconds("Limits.HandshakeTimeoutSec"), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
+        let idleTimeout = config.seconds(.limitsIdleTimeoutSec)
+        let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds(.limitsOutputStallTimeoutSec),
+                                                  frameTimeout: config.seconds(.limitsHandshakeTimeoutSec), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
         let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions, refusals: refusals, clock: clock)
         let http: [HTTPListener]
         do {
@@ -132,7 +132,7 @@ public struct Daemon: Sendable {
         do {
             wyomingTCP = try openWyomingTCP(config, logger: logger)
         } catch {
-            logger.error("cannot serve Wyoming over TCP on \(config["Wyoming.Listen"]): \(error)")
+            logger.error("cannot serve Wyoming over TCP on \(config[.wyomingListen]): \(error)")
             listener.stop()
             for front in http { await front.stop() }
             return 1
@@ -150,7 +150,7 @@ public struct Daemon: Sendable {
         if let wyomingTCP {
             let peers = wyomingTCP.connections(authorize: { _ in false }, onError: { logger.warning("accept failed: \($0)") })
             services.append(FrameFrontService(name: "Wyoming TCP front", listener: wyomingTCP, accepted: peers, server: server,
-                                              networkAppID: config["Wyoming.AppID"], registry: registry, coordinator: coordinator))
+                                              networkAppID: config[.wyomingAppID], registry: registry, coordinator: coordinator))
         }
         let accepted = listener.connections(authorize: { peer in admins.isAdmin(peer) }, onError: { logger.warning("accept failed: \($0)") })
         services.append(FrameFrontService(name: "socket front", listener: listener, accepted: accepted, server: server,
@@ -162,7 +162,7 @@ public struct Daemon: Sendable {
                        "http": http.isEmpty ? "off" : http.map(\.endpoint).joined(separator: ",")])
         systemd.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
 
-        var group = ServiceGroup(services: services, clock: clock, shutdownTimeout: .seconds(config.seconds("Daemon.ShutdownTimeoutSec")),
+        var group = ServiceGroup(services: services, clock: clock, shutdownTimeout: .seconds(config.seconds(.daemonShutdownTimeoutSec)),
                                  nextSignal: { await signals.next() }, log: { logger.log($0, $1) })
         group.onShutdown = { reason in systemd.notify("STOPPING=1\nSTATUS=Shutting down (\(reason))") }
         if let interval = systemd.watchdogInterval {
@@ -181,8 +181,8 @@ public struct Daemon: Sendable {
 
     /// The Wyoming TCP listener (`[Wyoming] Listen`), or nil when it is off.
     func openWyomingTCP(_ config: DaemonConfig, logger: Logger) throws -> Listener? {
-        guard let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]) else { return nil }
-        let uid = ConfigValidation.uid(ofUser: config["Wyoming.User"]) ?? 65534
+        guard let endpoint = TCPSocket.endpoint(config[.wyomingListen]) else { return nil }
+        let uid = ConfigValidation.uid(ofUser: config[.wyomingUser]) ?? 65534
         let listener = try Listener.tcp(host: endpoint.host, port: endpoint.port, identity: .networkUser(uid))
         let fields = ["wyoming_listen": "\(endpoint.host):\(listener.port ?? endpoint.port)", "wyoming_uid": "\(uid)"]
         if TCPSocket.isLoopback(endpoint.host) {
@@ -196,8 +196,8 @@ public struct Daemon: Sendable {
     /// The zeroconf announcement of the Wyoming TCP listener when `[Wyoming] Zeroconf=yes`
     /// (avahi's client connects over D-Bus: off the cooperative pool).
     func announceWyoming(_ config: DaemonConfig, listener: Listener?, logger: Logger) async -> ZeroconfAnnouncer? {
-        guard config["Wyoming.Zeroconf"] == "yes" else { return nil }
-        guard let listener, let endpoint = TCPSocket.endpoint(config["Wyoming.Listen"]), let port = listener.port else {
+        guard config.flag(.wyomingZeroconf) else { return nil }
+        guard let listener, let endpoint = TCPSocket.endpoint(config[.wyomingListen]), let port = listener.port else {
             logger.warning("zeroconf: not announcing _wyoming._tcp: [Wyoming] Listen is off")
             return nil
         }
@@ -210,31 +210,31 @@ public struct Daemon: Sendable {
                   metrics: DaemonMetrics, refusals: RefusalLog, clock: any ServiceClock) async throws -> [HTTPListener] {
         let scratch = paths.cacheDirectory + "/http-uploads"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let pace = HTTPPace(headerTimeout: .seconds(config.seconds("HTTP.HeaderTimeoutSec")),
-                            minimumBodyBytesPerSecond: config.int("HTTP.MinUploadBytesPerSec"),
-                            rateWindow: .seconds(config.seconds("HTTP.UploadRateWindowSec")), maximumUpload: .seconds(config.seconds("HTTP.MaxUploadSec")))
-        let maxConnections = config.int("HTTP.MaxConnections")
-        let limits = HTTPLimits(maxBodyBytes: config.int("HTTP.MaxBodyMiB") << 20, maxConnections: maxConnections,
-                                idleTimeoutSeconds: config.int("HTTP.IdleTimeoutSec"), pace: pace)
+        let pace = HTTPPace(headerTimeout: .seconds(config.seconds(.httpHeaderTimeoutSec)),
+                            minimumBodyBytesPerSecond: config.int(.httpMinUploadBytesPerSec),
+                            rateWindow: .seconds(config.seconds(.httpUploadRateWindowSec)), maximumUpload: .seconds(config.seconds(.httpMaxUploadSec)))
+        let maxConnections = config.int(.httpMaxConnections)
+        let limits = HTTPLimits(maxBodyBytes: config.int(.httpMaxBodyMiB) << 20, maxConnections: maxConnections,
+                                idleTimeoutSeconds: config.int(.httpIdleTimeoutSec), pace: pace)
         // Per uid (Unix socket) and per address (TCP, within the network user's share of the
         // front); 1/16 of the front for admins, so one can always scrape /metrics.
         let reserved = max(1, maxConnections / 16)
-        let slots = ConnectionLimits(maxConnections: maxConnections, maxPerUser: config.int("HTTP.MaxConnectionsPerPeer"), adminReserved: reserved,
-                                     maxPerAddress: config.int("HTTP.MaxConnectionsPerPeer"), maxNetworkUser: maxConnections - reserved)
+        let slots = ConnectionLimits(maxConnections: maxConnections, maxPerUser: config.int(.httpMaxConnectionsPerPeer), adminReserved: reserved,
+                                     maxPerAddress: config.int(.httpMaxConnectionsPerPeer), maxNetworkUser: maxConnections - reserved)
         var network = HTTPNetworkAccess()
-        network.user = .networkUser(ConfigValidation.uid(ofUser: config["HTTP.User"]) ?? 65534)
-        network.anonymousApp = config["HTTP.AllowAnonymous"] == "yes" ? "http-anonymous" : nil
-        network.metrics = HTTPNetworkAccess.MetricsAccess(rawValue: config["HTTP.TCPMetrics"]) ?? .key
-        if !config["HTTP.KeyFile"].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config["HTTP.KeyFile"]) }
+        network.user = .networkUser(ConfigValidation.uid(ofUser: config[.httpUser]) ?? 65534)
+        network.anonymousApp = config.flag(.httpAllowAnonymous) ? "http-anonymous" : nil
+        network.metrics = HTTPNetworkAccess.MetricsAccess(rawValue: config[.httpTCPMetrics]) ?? .key
+        if !config[.httpKeyFile].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config[.httpKeyFile]) }
         let front = HTTPFront(harness: harness, admins: admins, metrics: metrics, network: network, scratch: scratch,
                               admission: HTTPAdmission(limits: slots), refusals: refusals)
         var listeners: [HTTPListener] = []
-        let configured = config["HTTP.Socket"]
+        let configured = config[.httpSocket]
         if configured != "off" {
             let path = configured.isEmpty ? ((mainSocket ?? paths.socket) as NSString).deletingLastPathComponent + "/http.sock" : configured
-            listeners.append(try HTTPListener(path: path, mode: mode_t(Int(config["Daemon.SocketMode"], radix: 8)!), limits: limits, clock: clock, handler: front))
+            listeners.append(try HTTPListener(path: path, mode: mode_t(Int(config[.daemonSocketMode], radix: 8)!), limits: limits, clock: clock, handler: front))
         }
-        if let endpoint = TCPSocket.endpoint(config["HTTP.Listen"]) {
+        if let endpoint = TCPSocket.endpoint(config[.httpListen]) {
             do {
                 listeners.append(try HTTPListener(host: endpoint.host, port: endpoint.port, limits: limits, clock: clock, handler: front))
             } catch {
@@ -248,27 +248,27 @@ public struct Daemon: Sendable {
     /// The asset inventory's settings from the config.
     func assetSettings(_ config: DaemonConfig, _ paths: DaemonPaths) -> AssetSettings {
         var quotas: [String: Int] = [:]
-        for entry in config.values("Assets.AppQuota") {
+        for entry in config.values(.assetsAppQuota) {
             let parts = entry.split(separator: "=", maxSplits: 1)
             quotas[String(parts[0])] = Int(parts[1])
         }
         var download = DownloadOptions()
-        download.connectTimeout = .seconds(config.seconds("Download.ConnectTimeoutSec"))
-        download.lowSpeedLimit = config.int("Download.LowSpeedLimit")
-        download.lowSpeedTime = .seconds(config.seconds("Download.LowSpeedTimeSec"))
-        download.maxAttemptsPerMirror = config.int("Download.MaxAttemptsPerMirror")
-        download.caFile = config["Download.CAFile"].isEmpty ? nil : config["Download.CAFile"]
+        download.connectTimeout = .seconds(config.seconds(.downloadConnectTimeoutSec))
+        download.lowSpeedLimit = config.int(.downloadLowSpeedLimit)
+        download.lowSpeedTime = .seconds(config.seconds(.downloadLowSpeedTimeSec))
+        download.maxAttemptsPerMirror = config.int(.downloadMaxAttemptsPerMirror)
+        download.caFile = config[.downloadCAFile].isEmpty ? nil : config[.downloadCAFile]
         var settings = AssetSettings(
             stateDirectory: paths.stateDirectory, cacheDirectory: paths.cacheDirectory,
-            catalogURLs: config.values("Catalog.URL"), keyDirectories: config.values("Catalog.KeysDirectory"),
-            maxReservedLocales: config.int("Assets.MaxReservedLocales"), maxReservedLocalesPerUser: config.int("Assets.MaxReservedLocalesPerUser"),
-            maxAppsPerUser: config.int("Assets.MaxAppsPerUser"), appQuotas: quotas,
-            reservationExpiry: config.seconds("Assets.ReservationExpirySec"), gcGracePeriod: config.seconds("Assets.GCGracePeriodSec"),
-            maxStoreSize: Int64(config.int("Assets.MaxStoreSize")), gcInterval: config.seconds("Assets.GCIntervalSec"),
-            download: download, updateBandwidthLimit: config.int("Assets.UpdateBandwidthLimit") > 0 ? Int64(config.int("Assets.UpdateBandwidthLimit")) : nil)
-        settings.keepPreviousFor = config.seconds("Assets.KeepPreviousForSec")
-        settings.updateInterval = config["Assets.UpdateIntervalSec"] == "auto"
-            ? (paths.mode == .user ? 86400 : 0) : config.seconds("Assets.UpdateIntervalSec")
+            catalogURLs: config.values(.catalogURL), keyDirectories: config.values(.catalogKeysDirectory),
+            maxReservedLocales: config.int(.assetsMaxReservedLocales), maxReservedLocalesPerUser: config.int(.assetsMaxReservedLocalesPerUser),
+            maxAppsPerUser: config.int(.assetsMaxAppsPerUser), appQuotas: quotas,
+            reservationExpiry: config.seconds(.assetsReservationExpirySec), gcGracePeriod: config.seconds(.assetsGCGracePeriodSec),
+            maxStoreSize: Int64(config.int(.assetsMaxStoreSize)), gcInterval: config.seconds(.assetsGCIntervalSec),
+            download: download, updateBandwidthLimit: config.int(.assetsUpdateBandwidthLimit) > 0 ? Int64(config.int(.assetsUpdateBandwidthLimit)) : nil)
+        settings.keepPreviousFor = config.seconds(.assetsKeepPreviousForSec)
+        settings.updateInterval = config[.assetsUpdateIntervalSec] == "auto"
+            ? (paths.mode == .user ? 86400 : 0) : config.seconds(.assetsUpdateIntervalSec)
         if let pause = environment["EARSHOT_TEST_PAUSE"], let colon = pause.firstIndex(of: ":"),
            let phase = InstallPhase(rawValue: String(pause[..<colon])), let seconds = Double(pause[pause.index(after: colon)...]) {
             settings.testPause = (phase, seconds)

@@ -4,12 +4,12 @@ import Foundation
 /// The effective configuration: registry defaults, then the config file, its drop-ins
 /// (`<file>.d/*.conf` in lexical order), then command-line overrides.
 public struct DaemonConfig: Sendable {
-    struct Setting: Sendable {
+    struct Assignment: Sendable {
         var values: [String]
         var source: String
     }
 
-    private var settings: [String: Setting] = [:]
+    private var settings: [String: Assignment] = [:]
     /// Problems found while loading, each with file:line; the affected key keeps its previous value.
     public private(set) var warnings: [String] = []
     /// Bad values of fatal keys (``ConfigKey/fatal``), each with file:line: the daemon refuses to
@@ -89,13 +89,13 @@ public struct DaemonConfig: Sendable {
         }
         if key.repeatable {
             if value.isEmpty {
-                settings[key.id] = Setting(values: [], source: source)
+                settings[key.id] = Assignment(values: [], source: source)
                 return nil
             }
             if let problem = key.validate(value) { return warn("\(source): \(key.id)=\(value): \(problem); ignored") }
             var current = settings[key.id]?.values ?? []
             current.append(value)
-            settings[key.id] = Setting(values: current, source: source)
+            settings[key.id] = Assignment(values: current, source: source)
             return nil
         }
         if let problem = key.validate(value), key.fatal {
@@ -103,9 +103,9 @@ public struct DaemonConfig: Sendable {
             errors.append(message)
             return message
         } else if let problem = key.validate(value) {
-            return warn("\(source): \(key.id)=\(value): \(problem); keeping \(self[key.id])")
+            return warn("\(source): \(key.id)=\(value): \(problem); keeping \(self.value(of: key))")
         }
-        settings[key.id] = Setting(values: [value], source: source)
+        settings[key.id] = Assignment(values: [value], source: source)
         return nil
     }
 
@@ -128,30 +128,37 @@ public struct DaemonConfig: Sendable {
     }
 
     /// The effective value of a single-valued key.
-    public subscript(id: String) -> String {
-        guard let key = ConfigRegistry.key(id) else { preconditionFailure("unregistered config key \(id)") }
-        precondition(!key.repeatable, "\(id) is repeatable: use values(_:)")
-        return settings[key.id]?.values.last ?? key.defaultValue
+    public subscript(setting: Setting) -> String {
+        let key = setting.key
+        precondition(!key.repeatable, "\(key.id) is repeatable: use values(_:)")
+        return value(of: key)
     }
 
+    private func value(of key: ConfigKey) -> String { settings[key.id]?.values.last ?? key.defaultValue }
+
     /// All effective values of a repeatable key (its default is a space-separated list).
-    public func values(_ id: String) -> [String] {
-        guard let key = ConfigRegistry.key(id), key.repeatable else { preconditionFailure("\(id) is not a registered repeatable key") }
+    public func values(_ setting: Setting) -> [String] {
+        let key = setting.key
+        precondition(key.repeatable, "\(key.id) is not repeatable: use its subscript")
         return settings[key.id]?.values ?? key.defaultValue.split(separator: " ").map(String.init)
     }
 
     /// Replaces a repeatable key's values (command-line overrides such as `--catalog`).
-    public mutating func override(_ id: String, values: [String], source: String) {
-        guard let key = ConfigRegistry.key(id), key.repeatable else { preconditionFailure("\(id) is not a registered repeatable key") }
-        settings[key.id] = Setting(values: [], source: source)
+    public mutating func override(_ setting: Setting, values: [String], source: String) {
+        let key = setting.key
+        precondition(key.repeatable, "\(key.id) is not repeatable")
+        settings[key.id] = Assignment(values: [], source: source)
         for value in values { set(key.id, value, source: source) }
     }
 
     /// Integer value of a validated integer key.
-    public func int(_ id: String) -> Int { Int(self[id])! }
+    public func int(_ setting: Setting) -> Int { Int(self[setting])! }
 
     /// Seconds value of a validated duration key.
-    public func seconds(_ id: String) -> Double { Double(self[id])! }
+    public func seconds(_ setting: Setting) -> Double { Double(self[setting])! }
+
+    /// Whether a `yes`/`no` key is `yes`.
+    public func flag(_ setting: Setting) -> Bool { self[setting] == "yes" }
 
     /// Every registered key with its default, effective values and where they came from.
     public var entries: [ConfigEntry] {
@@ -164,6 +171,6 @@ public struct DaemonConfig: Sendable {
 
     /// The frame limits clients get.
     public var frameLimits: FrameLimits {
-        FrameLimits(maxHeaderBytes: int("Limits.MaxHeaderBytes"), maxDataBytes: int("Limits.MaxDataBytes"), maxPayloadBytes: int("Limits.MaxPayloadBytes"))
+        FrameLimits(maxHeaderBytes: int(.limitsMaxHeaderBytes), maxDataBytes: int(.limitsMaxDataBytes), maxPayloadBytes: int(.limitsMaxPayloadBytes))
     }
 }

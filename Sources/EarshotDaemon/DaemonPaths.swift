@@ -32,7 +32,7 @@ public struct DaemonPaths: Sendable, Hashable {
 
     /// Resolves every path: explicit flags first, then config, then systemd's or XDG's defaults.
     public static func resolve(mode: Mode, socketFlag: String?, stateFlag: String?, cacheFlag: String?, config: DaemonConfig, environment: [String: String]) -> DaemonPaths {
-        func pick(_ flag: String?, _ key: String, systemd: String, system: String, xdgVar: String, xdgDefault: String) -> String {
+        func pick(_ flag: String?, _ key: Setting, systemd: String, system: String, xdgVar: String, xdgDefault: String) -> String {
             if let flag { return flag }
             if !config[key].isEmpty { return config[key] }
             switch mode {
@@ -40,12 +40,12 @@ public struct DaemonPaths: Sendable, Hashable {
             case .user: return xdg(xdgVar, xdgDefault, environment) + "/earshot"
             }
         }
-        let socket = socketFlag ?? (config["Daemon.Socket"].isEmpty ? defaultSocket(mode: mode, environment: environment) : config["Daemon.Socket"])
+        let socket = socketFlag ?? (config[.daemonSocket].isEmpty ? defaultSocket(mode: mode, environment: environment) : config[.daemonSocket])
         return DaemonPaths(
             mode: mode,
             socket: socket,
-            stateDirectory: pick(stateFlag, "Daemon.StateDirectory", systemd: "STATE_DIRECTORY", system: "/var/lib/earshot", xdgVar: "XDG_STATE_HOME", xdgDefault: ".local/state"),
-            cacheDirectory: pick(cacheFlag, "Daemon.CacheDirectory", systemd: "CACHE_DIRECTORY", system: "/var/cache/earshot", xdgVar: "XDG_CACHE_HOME", xdgDefault: ".cache"))
+            stateDirectory: pick(stateFlag, .daemonStateDirectory, systemd: "STATE_DIRECTORY", system: "/var/lib/earshot", xdgVar: "XDG_STATE_HOME", xdgDefault: ".local/state"),
+            cacheDirectory: pick(cacheFlag, .daemonCacheDirectory, systemd: "CACHE_DIRECTORY", system: "/var/cache/earshot", xdgVar: "XDG_CACHE_HOME", xdgDefault: ".cache"))
     }
 
     private static func firstPath(_ list: String) -> String? {

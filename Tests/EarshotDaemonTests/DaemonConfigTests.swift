@@ -7,8 +7,8 @@ import TestSupport
 @Suite struct DaemonConfigTests {
     @Test func defaultsComeFromTheRegistry() {
         let config = DaemonConfig()
-        #expect(config["Daemon.SocketMode"] == "0666")
-        #expect(config.int("Limits.MaxConnections") == 256)
+        #expect(config[.daemonSocketMode] == "0666")
+        #expect(config.int(.limitsMaxConnections) == 256)
         #expect(config.frameLimits == FrameLimits.default)
         #expect(config.entries.count == ConfigRegistry.keys.count)
         #expect(config.entries.allSatisfy { $0.source == "default" })
@@ -27,9 +27,9 @@ import TestSupport
             MaxConnections=12
             """, source: "a.conf")
         #expect(config.warnings.isEmpty)
-        #expect(config["Daemon.LogLevel"] == "debug")
-        #expect(config["Daemon.AdminGroup"] == "wheel s")
-        #expect(config.int("Limits.MaxConnections") == 12)
+        #expect(config[.daemonLogLevel] == "debug")
+        #expect(config[.daemonAdminGroup] == "wheel s")
+        #expect(config.int(.limitsMaxConnections) == 12)
         #expect(config.entries.first { $0.key == "Limits.MaxConnections" }?.source == "a.conf:8")
     }
 
@@ -45,7 +45,7 @@ import TestSupport
             no equals sign here
             [Daemon
             """, source: "b.conf")
-        #expect(config.int("Limits.MaxConnections") == 10)
+        #expect(config.int(.limitsMaxConnections) == 10)
         #expect(config.warnings.contains { $0.hasPrefix("b.conf:3: Limits.MaxConnections=lots") && $0.contains("keeping 10") })
         #expect(config.warnings.contains { $0 == "b.conf:4: unknown key Limits.Frobnicate" })
         #expect(config.warnings.contains { $0.hasPrefix("b.conf:5: unknown section [Nope]") })
@@ -57,7 +57,7 @@ import TestSupport
     @Test func keyOutsideASectionWarns() {
         var config = DaemonConfig()
         config.parse("LogLevel=debug\n", source: "c.conf")
-        #expect(config["Daemon.LogLevel"] == "info")
+        #expect(config[.daemonLogLevel] == "info")
         #expect(config.warnings == ["c.conf:1: 'LogLevel' is outside any [Section]"])
     }
 
@@ -69,8 +69,8 @@ import TestSupport
         try dir.write("earshotd.conf.d/10-early.conf", "[Limits]\nMaxConnections=6\n[Daemon]\nLogLevel=notice\n")
         try dir.write("earshotd.conf.d/99-ignored.txt", "[Limits]\nMaxConnections=99\n")
         let config = DaemonConfig.load(path: main)
-        #expect(config.int("Limits.MaxConnections") == 7)
-        #expect(config["Daemon.LogLevel"] == "notice")
+        #expect(config.int(.limitsMaxConnections) == 7)
+        #expect(config[.daemonLogLevel] == "notice")
         #expect(config.files.map { ($0 as NSString).lastPathComponent } == ["earshotd.conf", "10-early.conf", "20-late.conf"])
         #expect(config.warnings.isEmpty)
     }
@@ -108,14 +108,14 @@ import TestSupport
 
     @Test func repeatableKeysAccumulateAndAnEmptyAssignmentClears() {
         var config = DaemonConfig()
-        #expect(config.values("Catalog.URL") == [EmbeddedDefaults.catalogURL])
+        #expect(config.values(.catalogURL) == [EmbeddedDefaults.catalogURL])
         config.parse("[Catalog]\nURL=https://a.example/c.json\nURL=https://b.example/c.json\n", source: "a.conf")
-        #expect(config.values("Catalog.URL") == ["https://a.example/c.json", "https://b.example/c.json"])
+        #expect(config.values(.catalogURL) == ["https://a.example/c.json", "https://b.example/c.json"])
         config.parse("[Catalog]\nURL=\nURL=file:///srv/c.json\nURL=ftp://nope\n", source: "b.conf")
-        #expect(config.values("Catalog.URL") == ["file:///srv/c.json"])
+        #expect(config.values(.catalogURL) == ["file:///srv/c.json"])
         #expect(config.warnings.contains { $0.hasPrefix("b.conf:4: Catalog.URL=ftp://nope") })
-        config.override("Catalog.URL", values: ["https://cli.example/c.json"], source: "command line")
-        #expect(config.values("Catalog.URL") == ["https://cli.example/c.json"])
+        config.override(.catalogURL, values: ["https://cli.example/c.json"], source: "command line")
+        #expect(config.values(.catalogURL) == ["https://cli.example/c.json"])
         #expect(config.entries.first { $0.key == "Catalog.URL" }?.source == "command line")
     }
 
@@ -155,6 +155,19 @@ import TestSupport
         #expect(!config.warnings.contains { $0.contains("SocketMode") })
         #expect(config.warnings.contains { $0.hasPrefix("m.conf:4: Limits.MaxConnections=lots") }) // other keys still only warn
         config.parse("[Daemon]\nSocketMode=0640\n", source: "n.conf")
-        #expect(config["Daemon.SocketMode"] == "0640")
+        #expect(config[.daemonSocketMode] == "0640")
+    }
+
+    /// Issue 31: look-ups name a `Setting`, never a string; each one's name is its definition's
+    /// `Section.Name`, and no two are the same key.
+    @Test func everySettingNamesItsOwnDefinitionOnce() {
+        for setting in Setting.allCases { #expect(setting.rawValue == setting.key.id, "\(setting)") }
+        #expect(Set(ConfigRegistry.keys.map { $0.id.lowercased() }).count == Setting.allCases.count)
+        var config = DaemonConfig()
+        config.parse("[Analysis]\nSpeculativeDecode=no\n[Catalog]\nURL=file:///a.json\nURL=file:///b.json\n", source: "a.conf")
+        #expect(config.values(.catalogURL) == ["file:///a.json", "file:///b.json"])
+        #expect(!config.flag(.analysisSpeculativeDecode) && config.seconds(.daemonShutdownTimeoutSec) == 10)
+        config.override(.catalogURL, values: ["file:///c.json"], source: "command line")
+        #expect(config.values(.catalogURL) == ["file:///c.json"])
     }
 }

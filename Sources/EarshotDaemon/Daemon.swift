@@ -226,7 +226,7 @@ public struct Daemon: Sendable {
         network.anonymousApp = config.flag(.httpAllowAnonymous) ? "http-anonymous" : nil
         network.metrics = HTTPNetworkAccess.MetricsAccess(rawValue: config[.httpTCPMetrics]) ?? .key
         if !config[.httpKeyFile].isEmpty { network.keys = try HTTPNetworkAccess.keys(fromFile: config[.httpKeyFile]) }
-        let front = HTTPFront(harness: harness, admins: admins, metrics: metrics, network: network, scratch: scratch,
+        let front = try HTTPFront(harness: harness, admins: admins, metrics: metrics, network: network, scratch: scratch,
                               admission: HTTPAdmission(limits: slots), refusals: refusals)
         var listeners: [HTTPListener] = []
         let configured = config[.httpSocket]

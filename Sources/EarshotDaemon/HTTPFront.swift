@@ -10,36 +10,35 @@ import Foundation
 /// from peer credentials and `X-Earshot-App` names the app (default `http`); over TCP a bearer key
 /// from the admin's key file names the app and every request acts as one configured user.
 struct HTTPFront: HTTPHandler {
-    /// One route: method, path (a trailing `*` matches any rest) and its handler.
-    struct Route: Sendable {
-        let method: String
-        let path: String
-        let handle: @Sendable (HTTPFront, HTTPRequest, AnalysisClient) async -> HTTPResponse
-        func matches(_ path: String) -> Bool {
-            self.path.hasSuffix("*") ? path.hasPrefix(self.path.dropLast()) && path.count > self.path.count - 1 : path == self.path
-        }
-    }
+    typealias Handler = @Sendable (HTTPFront, HTTPRequest, AnalysisClient) async -> HTTPResponse
+    typealias Route = HTTPRouter<Handler>.Route
 
+    /// Every route the front serves, on one screen.
     static let routes: [Route] = [
-        Route(method: "GET", path: "/v1/models") { front, _, _ in await front.models() },
-        Route(method: "GET", path: "/v1/models/*") { front, request, _ in await front.model(String(request.head.path.dropFirst("/v1/models/".count))) },
-        Route(method: "POST", path: "/v1/audio/transcriptions") { front, request, client in
+        // OpenAI's audio API
+        Route(method: "GET", path: "/v1/models", access: .client) { front, _, _ in await front.models() },
+        Route(method: "GET", path: "/v1/models/*", access: .client) { front, request, _ in await front.model(String(request.head.path.dropFirst("/v1/models/".count))) },
+        Route(method: "POST", path: "/v1/audio/transcriptions", access: .client) { front, request, client in
             await front.transcription.respond(to: request, client: client, translate: false)
         },
-        Route(method: "POST", path: "/v1/audio/translations") { front, request, client in
+        Route(method: "POST", path: "/v1/audio/translations", access: .client) { front, request, client in
             await front.transcription.respond(to: request, client: client, translate: true)
         },
-        Route(method: "GET", path: "/earshot/v1/status") { front, request, client in await front.earshot.status(request, client) },
-        Route(method: "POST", path: "/earshot/v1/install") { front, request, client in await front.earshot.install(request, client) },
-        Route(method: "GET", path: EarshotHTTPRoutes.reservationsPath) { front, request, client in await front.earshot.reservations(request, client) },
-        Route(method: "POST", path: EarshotHTTPRoutes.reservationsPath) { front, request, client in await front.earshot.reserve(request, client) },
-        Route(method: "DELETE", path: EarshotHTTPRoutes.reservationsPath + "/*") { front, request, client in await front.earshot.release(request, client) },
-        Route(method: "GET", path: "/metrics") { front, _, _ in
+        // Earshot's own, served through the socket's route table (its privileges apply)
+        Route(method: "GET", path: "/earshot/v1/status", access: .client) { front, request, client in await front.earshot.status(request, client) },
+        Route(method: "POST", path: "/earshot/v1/install", access: .client) { front, request, client in await front.earshot.install(request, client) },
+        Route(method: "GET", path: EarshotHTTPRoutes.reservationsPath, access: .client) { front, request, client in await front.earshot.reservations(request, client) },
+        Route(method: "POST", path: EarshotHTTPRoutes.reservationsPath, access: .client) { front, request, client in await front.earshot.reserve(request, client) },
+        Route(method: "DELETE", path: EarshotHTTPRoutes.reservationsPath + "/*", access: .client) { front, request, client in await front.earshot.release(request, client) },
+        // Prometheus
+        Route(method: "GET", path: "/metrics", access: .scraper) { front, _, _ in
             let text = await front.metrics.scrape(speech: front.coordinator.speech, assets: front.coordinator.assets)
             return HTTPResponse(status: 200, headers: [("Content-Type", MetricsRegistry.contentType)], body: .bytes(Data(text.utf8)))
         },
     ]
 
+    /// ``routes``, checked and indexed once when the front is made.
+    let router: HTTPRouter<Handler>
     let coordinator: AnalysisCoordinator
     let transcription: OpenAITranscription
     /// `/earshot/v1/`: socket events served through the daemon's route table.
@@ -56,8 +55,10 @@ struct HTTPFront: HTTPHandler {
     /// Refusals and cut slow clients, logged once per burst.
     let refusals: RefusalLog
 
+    /// Throws ``HTTPRouter/DuplicateRoute`` when ``routes`` names a method and path twice.
     init(harness: DaemonHarness, admins: AdminPolicy, metrics: DaemonMetrics, network: HTTPNetworkAccess, scratch: String,
-         admission: HTTPAdmission, refusals: RefusalLog) {
+         admission: HTTPAdmission, refusals: RefusalLog) throws {
+        router = try HTTPRouter(Self.routes)
         coordinator = harness.coordinator
         self.admission = admission
         self.admins = admins
@@ -114,17 +115,19 @@ struct HTTPFront: HTTPHandler {
 
     /// The answer to a request refused on its head alone: unknown route, wrong method, no identity.
     private func refusal(_ head: HTTPRequestHead) -> HTTPResponse? {
-        let candidates = Self.routes.filter { $0.matches(head.path) }
-        if candidates.isEmpty { return .openAIError(404, "no route \(head.path) (see Docs/HTTP.md)", code: ErrorCode.notFound.rawValue) }
-        if !candidates.contains(where: { $0.method == head.method }) {
-            var response = HTTPResponse.openAIError(405, "\(head.path) takes \(candidates.map(\.method).joined(separator: ", ")), not \(head.method)", code: ErrorCode.badRequest.rawValue)
-            response.headers.append(("Allow", candidates.map(\.method).joined(separator: ", ")))
+        let route: Route
+        switch router.match(head.method, head.path) {
+        case .notFound: return .openAIError(404, "no route \(head.path) (see Docs/HTTP.md)", code: ErrorCode.notFound.rawValue)
+        case .wrongMethod(let allowed):
+            var response = HTTPResponse.openAIError(405, "\(head.path) takes \(allowed.joined(separator: ", ")), not \(head.method)", code: ErrorCode.badRequest.rawValue)
+            response.headers.append(("Allow", allowed.joined(separator: ", ")))
             return response
+        case .found(let found): route = found
         }
-        if case .network = head.peer, head.path == "/metrics", network.metrics == .off {
+        if case .network = head.peer, route.access == .scraper, network.metrics == .off {
             return .openAIError(403, "/metrics is not served over TCP ([HTTP] TCPMetrics=off): scrape the Unix socket", code: ErrorCode.permissionDenied.rawValue)
         }
-        if case .network = head.peer, network.identity(head, path: head.path) == nil {
+        if case .network = head.peer, network.identity(head, access: route.access) == nil {
             var response = HTTPResponse.openAIError(401, head.header("authorization") == nil ? "a valid API key is required over TCP (Authorization: Bearer KEY; keys are in [HTTP] KeyFile)" : "invalid API key",
                                                     code: "invalid_api_key")
             response.headers.append(("WWW-Authenticate", "Bearer"))
@@ -152,23 +155,23 @@ struct HTTPFront: HTTPHandler {
     }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
+        guard case .found(let route) = router.match(request.head.method, request.head.path) else {
+            return refusal(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
+        }
         let identity: (uid: UInt32, appID: String)?
         switch request.head.peer {
         case .local(let peer): identity = (peer.uid, request.head.header("x-earshot-app") ?? "http")
-        case .network: identity = network.identity(request.head, path: request.head.path).map { (network.user.uid, $0) }
+        case .network: identity = network.identity(request.head, access: route.access).map { (network.user.uid, $0) }
         }
-        guard let route = Self.routes.first(where: { $0.method == request.head.method && $0.matches(request.head.path) }), let identity else {
-            return refusal(request.head) ?? .openAIError(404, "no route", code: ErrorCode.notFound.rawValue)
-        }
+        guard let identity else { return refusal(request.head) ?? .openAIError(401, "invalid API key", code: "invalid_api_key") }
         let client = AnalysisClient(connection: requestIDs.next(), uid: identity.uid, appID: identity.appID)
         return counted(await route.handle(self, request, client), request.head)
     }
 
-    /// Counts `response` under its route (`other` for paths no route serves).
+    /// Counts `response` under its route's path pattern (`other` for paths no route serves).
     @discardableResult
     private func counted(_ response: HTTPResponse, _ head: HTTPRequestHead) -> HTTPResponse {
-        let route = Self.routes.first { $0.matches(head.path) }?.path ?? "other"
-        metrics.httpRequests.add(1, route, String(response.status))
+        metrics.httpRequests.add(1, router.pattern(of: head.path), String(response.status))
         return response
     }
 
@@ -263,10 +266,10 @@ struct HTTPNetworkAccess: Sendable {
         }
     }
 
-    /// The app a request for `path` acts as: its bearer key's, else the anonymous one (for
-    /// `/metrics` as `TCPMetrics` says); nil: refused.
-    func identity(_ head: HTTPRequestHead, path: String) -> String? {
-        guard path == "/metrics" else { return identity(head) }
+    /// The app a request to a route with `access` acts as: its bearer key's, else the anonymous
+    /// one (for a scraper, as `TCPMetrics` says); nil: refused.
+    func identity(_ head: HTTPRequestHead, access: HTTPAccess) -> String? {
+        guard access == .scraper else { return identity(head) }
         switch metrics {
         case .off: return nil
         case .open: return keyed(head) ?? "http-metrics"

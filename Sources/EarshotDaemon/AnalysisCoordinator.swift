@@ -55,7 +55,7 @@ enum AnalysisControl: Sendable {
 /// when its connection closes, or at the shutdown deadline. Sessions are kept per connection: a
 /// client reaches only its own.
 actor AnalysisCoordinator {
-    private struct OpenSession {
+    struct OpenSession: Sendable {
         let session: AnalysisSession
         /// One per module, in module order.
         var moduleLeases: [AssetLease]
@@ -72,11 +72,8 @@ actor AnalysisCoordinator {
 
     let speech: SpeechService
     let assets: AssetService
-    /// Sessions by connection, then by session id.
-    private var tables: [Int: [String: OpenSession]] = [:]
-    /// How many sessions each connection has, readable from any thread (a connection's busy check
-    /// runs on its channel's queue).
-    nonisolated let counts = SessionCounts()
+    /// Every open session, by connection then session id (the one registry; readable from any thread).
+    nonisolated let sessions = SessionTable<OpenSession>()
     private var shuttingDown = false
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     /// Sessions whose `finished` event went out, released by ``run()``.
@@ -142,8 +139,7 @@ actor AnalysisCoordinator {
                 await speech.close(session.id)
                 throw AnalysisError.shuttingDown
             }
-            tables[connection, default: [:]][session.id] = OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease, uid: client.uid, shutdownMark: mark)
-            counts.add(1, to: connection)
+            sessions[connection, session.id] = OpenSession(session: session, moduleLeases: Array(leases.dropLast()), vadLease: vadLease, uid: client.uid, shutdownMark: mark)
             metrics?.sessionsOpened.add(1, engine)
             return session.id
         } catch {
@@ -155,7 +151,7 @@ actor AnalysisCoordinator {
     /// Appends PCM to a session (waiting while the session's backlog is full); false when the
     /// connection has no such session (never opened, or already ended).
     func feed(_ pcm: [UInt8], format: AudioFormatSpec, start: WireTime?, session id: String, of connection: Int) async -> Bool {
-        guard let open = tables[connection]?[id] else { return false }
+        guard let open = sessions[connection, id] else { return false }
         await open.session.accept(pcm, format: format, start: start)
         let bytesPerSecond = format.rate * format.width * format.channels
         if bytesPerSecond > 0 { metrics?.audioSeconds.add(Double(pcm.count) / Double(bytesPerSecond), open.engine) }
@@ -172,7 +168,7 @@ actor AnalysisCoordinator {
         case .finish(let mode, let time):
             let began = ContinuousClock.now
             let last = await session.finish(mode, time: time)
-            if let engine = tables[connection]?[id]?.engine { metrics?.finalResultSeconds.observe((ContinuousClock.now - began) / .seconds(1), engine) }
+            if let engine = sessions[connection, id]?.engine { metrics?.finalResultSeconds.observe((ContinuousClock.now - began) / .seconds(1), engine) }
             // Finished when `finish` returns: give back what it held now, not when run() gets to it.
             await release(id, of: connection)
             return last
@@ -188,8 +184,11 @@ actor AnalysisCoordinator {
                 for lease in leases { await assets.endLease(lease) }
                 throw error
             }
-            let old = tables[connection]?[id]?.moduleLeases ?? []
-            tables[connection]?[id]?.moduleLeases = leases
+            let old = sessions[connection, id]?.moduleLeases ?? []
+            if var updated = sessions[connection, id] {
+                updated.moduleLeases = leases
+                sessions[connection, id] = updated
+            }
             for lease in old { await assets.endLease(lease) }
             return nil
         case .setContext(let context):
@@ -200,17 +199,16 @@ actor AnalysisCoordinator {
 
     /// Ends a session without finalizing (the client started over) and releases it.
     func cancel(_ id: String, of connection: Int) async {
-        tables[connection]?[id]?.session.abandon()
+        sessions[connection, id]?.session.abandon()
         await release(id, of: connection)
     }
 
     /// Connection `connection` closed: its sessions end and everything they held goes back.
     func connectionClosed(_ connection: Int) async {
-        for (id, open) in tables[connection] ?? [:] {
+        for (id, open) in sessions.sessions(of: connection) {
             open.session.abandon()
             await release(id, of: connection)
         }
-        tables[connection] = nil
         await speech.ownerGone(connection)
     }
 
@@ -218,44 +216,41 @@ actor AnalysisCoordinator {
     /// its final results reach its client. Returns at once; ``drained()`` says when all are done.
     func beginShutdown() {
         shuttingDown = true
-        for open in tables.values.flatMap(\.values) {
+        for open in sessions.all.map(\.entry) {
             open.shutdownMark.set()
             // Not awaited here: the shutdown deadline must not wait for a session's queue.
             Task { _ = await open.session.finish(.finalizeThroughEndOfInput, time: nil) }
         }
-        if tables.values.allSatisfy(\.isEmpty) { endedContinuation.finish() }
+        if sessions.isEmpty { endedContinuation.finish() }
     }
 
     /// Returns once no session is open (finished, cancelled or its connection closed).
     func drained() async {
-        guard !tables.values.allSatisfy(\.isEmpty) else { return }
+        guard !sessions.isEmpty else { return }
         await withCheckedContinuation { drainWaiters.append($0) }
     }
 
     /// The shutdown deadline passed: every session still running ends now, unfinalized.
     func cancelAll() async {
-        for (connection, table) in tables {
-            for (id, open) in table {
-                open.session.abandon()
-                await release(id, of: connection)
-            }
+        for (connection, id, open) in sessions.all {
+            open.session.abandon()
+            await release(id, of: connection)
         }
     }
 
     // MARK: Internals
 
     private func session(_ id: String, of connection: Int) throws -> OpenSession {
-        guard let open = tables[connection]?[id] else { throw AnalysisError.noSession(id) }
+        guard let open = sessions[connection, id] else { throw AnalysisError.noSession(id) }
         return open
     }
 
     /// Releases what session `id` held (once; later calls do nothing).
     private func release(_ id: String, of connection: Int) async {
-        guard let open = tables[connection]?.removeValue(forKey: id) else { return }
-        counts.add(-1, to: connection)
+        guard let open = sessions.remove(id, of: connection) else { return }
         await speech.close(id)
         for lease in open.leases { await assets.endLease(lease) }
-        if tables.values.allSatisfy(\.isEmpty) {
+        if sessions.isEmpty {
             for waiter in drainWaiters { waiter.resume() }
             drainWaiters = []
             if shuttingDown { endedContinuation.finish() } // ends run()
@@ -300,21 +295,3 @@ actor AnalysisCoordinator {
         ModelAsset(key: lease.key, engine: lease.entry.engine, files: lease.entry.files.mapValues { lease.path + "/" + $0 })
     }
 }
-
-/// Open sessions per connection, readable from any thread.
-final class SessionCounts: @unchecked Sendable {
-    // @unchecked: `counts` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var counts: [Int: Int] = [:]
-
-    func add(_ delta: Int, to connection: Int) {
-        lock.withLock {
-            let count = counts[connection, default: 0] + delta
-            counts[connection] = count > 0 ? count : nil
-        }
-    }
-
-    /// Whether `connection` has an open session.
-    func hasSessions(_ connection: Int) -> Bool { lock.withLock { counts[connection] != nil } }
-}
-

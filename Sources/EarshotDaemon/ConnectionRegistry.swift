@@ -6,12 +6,11 @@ import Foundation
 /// what shutdown needs to close them.
 actor ConnectionRegistry {
     struct Entry {
-        var channel: FrameChannel
+        /// The connection's channel and its requests in flight.
+        var state: ConnectionState
         var peer: PeerCredentials
         var slot: PeerSlots.Peer
         var appID: String?
-        /// Requests being served.
-        var inFlight = 0
     }
 
     private var entries: [Int: Entry] = [:]
@@ -31,14 +30,14 @@ actor ConnectionRegistry {
     /// Registers a connection, or says why not (`shuttingDown`, or `insufficientResources`: every
     /// slot taken, the non-admin slots taken, this uid's cap or this network address's cap reached;
     /// admins may use the reserved slots and have no per-uid cap). `host`: a network peer's address.
-    func add(_ channel: FrameChannel, peer: PeerCredentials, admin: Bool, host: String? = nil) -> Result<Int, WireError> {
+    func add(_ state: ConnectionState, peer: PeerCredentials, admin: Bool, host: String? = nil) -> Result<Int, WireError> {
         if shuttingDown { return .failure(.daemonShuttingDown) }
         let slot: PeerSlots.Peer = host.map { .network(uid: peer.uid, host: $0) } ?? .local(uid: peer.uid, admin: admin)
         if let refusal = slots.admit(slot) { return .failure(refusal.wire) }
         let id = nextID
         nextID += 1
         total += 1
-        entries[id] = Entry(channel: channel, peer: peer, slot: slot)
+        entries[id] = Entry(state: state, peer: peer, slot: slot)
         return .success(id)
     }
 
@@ -51,19 +50,14 @@ actor ConnectionRegistry {
         entries[id]?.appID = appID
     }
 
-    /// Counts a request as in flight; false when the daemon is shutting down (take no more).
-    func beginRequest(_ id: Int) -> Bool {
-        guard !shuttingDown else { return false }
-        entries[id]?.inFlight += 1
-        return true
-    }
+    /// Whether requests are still taken (false once shutdown began).
+    var takesRequests: Bool { !shuttingDown }
 
-    /// A request finished; during shutdown an idle connection is then closed.
-    func endRequest(_ id: Int) {
-        guard var entry = entries[id] else { return }
-        entry.inFlight -= 1
-        entries[id] = entry
-        if shuttingDown, entry.inFlight == 0, !keepOpen(id) { entry.channel.closeAfterFlush() }
+    /// A request of connection `id` finished (its ``ConnectionState`` counted it): during shutdown
+    /// an idle connection is then closed.
+    func requestEnded(_ id: Int) {
+        guard shuttingDown, let entry = entries[id], entry.state.requestCount == 0, !keepOpen(id) else { return }
+        entry.state.channel.closeAfterFlush()
     }
 
     /// Stops taking connections and requests: idle connections are closed now, busy ones after
@@ -77,11 +71,11 @@ actor ConnectionRegistry {
     /// Closes (after flushing) every connection with no request in flight that `keepOpen` no
     /// longer holds.
     func closeIdle() {
-        for (id, entry) in entries where entry.inFlight == 0 && !keepOpen(id) { entry.channel.closeAfterFlush() }
+        for (id, entry) in entries where entry.state.requestCount == 0 && !keepOpen(id) { entry.state.channel.closeAfterFlush() }
     }
 
     /// Closes every connection now (shutdown deadline passed).
     func closeAll() {
-        for entry in entries.values { entry.channel.close() }
+        for entry in entries.values { entry.state.channel.close() }
     }
 }

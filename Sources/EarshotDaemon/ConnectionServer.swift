@@ -26,8 +26,9 @@ struct ConnectionServer: Sendable {
     private func serve(_ connection: AcceptedConnection, networkAppID: String?) async {
         let channel = FrameChannel(fd: connection.fd, options: channelOptions, label: "earshot.connection", clock: clock)
         channel.start()
+        let state = ConnectionState(channel: channel)
         let id: Int
-        switch await registry.add(channel, peer: connection.peer, admin: connection.admin, host: connection.host) {
+        switch await registry.add(state, peer: connection.peer, admin: connection.admin, host: connection.host) {
         case .success(let admitted): id = admitted
         case .failure(let reason):
             let peer = connection.host.map { "Wyoming-TCP peer \($0)" } ?? "uid \(connection.peer.uid) on the socket"
@@ -38,7 +39,6 @@ struct ConnectionServer: Sendable {
         }
         let fields = ["connection": "\(id)", "peer_uid": "\(connection.peer.uid)", "peer_pid": "\(connection.peer.pid)"]
         logger.debug("connection opened", fields)
-        let state = ConnectionState(channel: channel)
         var context = RequestContext(connectionID: id, peer: connection.peer, admin: connection.admin, state: state)
         if connection.network {
             context.network = true
@@ -54,7 +54,7 @@ struct ConnectionServer: Sendable {
                 for try await frame in channel.frames {
                     received[frame.type, default: 0] += 1
                     state.requestStarted()
-                    guard await registry.beginRequest(id) else {
+                    guard await registry.takesRequests else {
                         state.requestEnded()
                         // Shutting down: while the connection's sessions are being finished it
                         // stays open for their final results, and what it sends is refused.
@@ -68,12 +68,17 @@ struct ConnectionServer: Sendable {
                         group.addTask {
                             for reply in await harness.handle(frame, context: &snapshot, progress: progress) { try? await channel.send(reply) }
                             state.requestEnded()
-                            await registry.endRequest(id)
+                            await registry.requestEnded(id)
                         }
                     } else {
-                        defer { state.requestEnded() }
-                        for reply in await harness.handle(frame, context: &context, progress: progress) { try await channel.send(reply) }
-                        await registry.endRequest(id)
+                        do {
+                            for reply in await harness.handle(frame, context: &context, progress: progress) { try await channel.send(reply) }
+                        } catch {
+                            state.requestEnded()
+                            throw error
+                        }
+                        state.requestEnded()
+                        await registry.requestEnded(id)
                     }
                 }
             }

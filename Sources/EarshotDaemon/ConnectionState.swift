@@ -20,9 +20,13 @@ final class ConnectionState: @unchecked Sendable {
         self.channel = channel
     }
 
-    /// A request is being served (until ``requestEnded()``).
+    /// A request is being served (until ``requestEnded()``): the connection's one in-flight
+    /// count, read by its idle check and by shutdown (``ConnectionRegistry``).
     func requestStarted() { lock.withLock { requestsInFlight += 1 } }
     func requestEnded() { lock.withLock { requestsInFlight -= 1 } }
+
+    /// Requests being served.
+    var requestCount: Int { lock.withLock { requestsInFlight } }
 
     /// Whether a request or a Wyoming transcription is in flight.
     var isBusy: Bool { lock.withLock { requestsInFlight > 0 || storedWyoming != nil } }

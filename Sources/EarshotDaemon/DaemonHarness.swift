@@ -108,7 +108,7 @@ struct DaemonHarness: Sendable {
     }
 
     /// Whether connection `id` has analysis sessions open.
-    func hasSessions(_ id: Int) -> Bool { coordinator.counts.hasSessions(id) }
+    func hasSessions(_ id: Int) -> Bool { coordinator.sessions.hasSessions(id) }
 
     /// The connection closed: the coordinator releases its sessions and what they held, once.
     func connectionClosed(_ context: RequestContext) async {

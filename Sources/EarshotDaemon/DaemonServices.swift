@@ -45,8 +45,8 @@ struct FrameFrontService: DaemonService {
     func beginShutdown() async {
         listener.stop()
         latch.open()
-        let counts = coordinator.counts
-        await registry.beginShutdown(keepOpen: { counts.hasSessions($0) })
+        let sessions = coordinator.sessions
+        await registry.beginShutdown(keepOpen: { sessions.hasSessions($0) })
     }
 
     func forceShutdown() async {

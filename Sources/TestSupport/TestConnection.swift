@@ -11,6 +11,13 @@ public final class TestConnection: Sendable {
         channel.start()
     }
 
+    /// A client on `fd`, an end of a socket pair whose other end a server in this process serves.
+    public init(fd: Int32) throws {
+        try UnixSocket.prepareInherited(fd)
+        channel = FrameChannel(fd: fd, label: "earshot.test")
+        channel.start()
+    }
+
     /// Sends a typed event.
     public func send<E: WireEvent>(_ event: E, payload: [UInt8] = []) async throws {
         try await channel.send(Frame(event, payload: payload))

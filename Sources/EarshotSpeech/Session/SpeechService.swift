@@ -153,6 +153,24 @@ public struct SpeechStats: Sendable, Hashable, Codable {
     public var spareDetectors: Int = 0
 }
 
+/// How a ``SpeechService`` loads a Whisper-class model (blocking; the model and its resident
+/// bytes): the daemon's runs Earshot's decoder in the engine process; tests of the layers above
+/// inject a stand-in that answers at once.
+public struct SegmentModelLoader: Sendable {
+    public let load: @Sendable (_ files: WhisperModel.Files, _ threads: Int) throws -> (model: any SegmentTranscribing, memoryBytes: Int)
+
+    public init(load: @escaping @Sendable (_ files: WhisperModel.Files, _ threads: Int) throws -> (model: any SegmentTranscribing, memoryBytes: Int)) {
+        self.load = load
+    }
+
+    /// Whisper through Earshot's decoder in the engine process: one load per model and thread
+    /// count, language, task and search travelling with each decode.
+    public static let engineProcess = SegmentModelLoader { files, threads in
+        let model = try WhisperModel(files: files, language: nil, task: .transcribe, numThreads: threads)
+        return (model, model.memoryBytes)
+    }
+}
+
 /// Runs analysis sessions: admission, shared models with retention, per-session decoders.
 public actor SpeechService {
     public nonisolated let settings: SpeechSettings
@@ -185,11 +203,16 @@ public actor SpeechService {
     private let observer: (any SpeechObserver)?
     /// Approximate memory of one per-session decoder, by asset key (read from its files once).
     private var decoderBytes: [String: Int] = [:]
+    /// Loads the Whisper-class models.
+    private let segmentModels: SegmentModelLoader
 
-    /// `clock` times model lingering (``runEvictor()``); `observer` hears each decode's cost.
-    public init(settings: SpeechSettings, clock: any ServiceClock = SystemServiceClock(), observer: (any SpeechObserver)? = nil) {
+    /// `clock` times model lingering (``runEvictor()``); `observer` hears each decode's cost;
+    /// `segmentModels` loads Whisper-class models.
+    public init(settings: SpeechSettings, clock: any ServiceClock = SystemServiceClock(), observer: (any SpeechObserver)? = nil,
+                segmentModels: SegmentModelLoader = .engineProcess) {
         self.settings = settings
         self.observer = observer
+        self.segmentModels = segmentModels
         cache = ModelCache(lingerSeconds: settings.lingerSeconds, clock: clock, memoryBudget: settings.maxModelMemoryBytes)
         admission = Admission(limit: settings.maxConcurrentAnalyses, hardLimit: settings.maxConcurrentAnalysesHard)
         decodeGate = DecodeGate(slots: settings.decodeSlots)
@@ -273,11 +296,9 @@ public actor SpeechService {
             let files = WhisperModel.Files(encoder: encoder, decoder: decoder, tokens: tokens)
             let (language, task) = try Self.whisperSettings(configuration)
             // One load per model: language, task and search travel with each decode.
+            let loader = segmentModels
             @Sendable func load(threads: Int) -> @Sendable () throws -> (any SegmentTranscribing, Int) {
-                {
-                    let model = try WhisperModel(files: files, language: nil, task: .transcribe, numThreads: threads)
-                    return (model, model.memoryBytes)
-                }
+                { try loader.load(files, threads) }
             }
             let threads = settings.inferenceThreads
             // Before its first load a model is expected to take four times its files (base:

@@ -116,10 +116,7 @@ public struct Daemon: Sendable {
         let admins = AdminPolicy(group: config[.daemonAdminGroup], daemonUID: getuid())
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors, logger: logger), errors: errors)
-        let idleTimeout = config.seconds(.limitsIdleTimeoutSec)
-        let channelOptions = FrameChannel.Options(limits: limits.frame, stallTimeout: config.seconds(.limitsOutputStallTimeoutSec),
-                                                  frameTimeout: config.seconds(.limitsHandshakeTimeoutSec), idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
-        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: channelOptions, refusals: refusals, clock: clock)
+        let server = ConnectionServer(harness: harness, registry: registry, logger: logger, channelOptions: config.channelOptions, refusals: refusals, clock: clock)
         let http: [HTTPListener]
         do {
             http = try await openHTTP(config, paths: paths, mainSocket: listener.path, harness: harness, admins: admins, metrics: metrics, refusals: refusals, clock: clock)

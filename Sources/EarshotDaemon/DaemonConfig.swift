@@ -1,3 +1,4 @@
+import EarshotSystem
 import EarshotWire
 import Foundation
 
@@ -167,6 +168,14 @@ public struct DaemonConfig: Sendable {
             let value = setting.map { key.repeatable ? $0.values.joined(separator: " ") : $0.values.last ?? "" } ?? key.defaultValue
             return ConfigEntry(key: key.id, defaultValue: key.defaultValue, value: value, source: setting?.source ?? "default", doc: key.doc)
         }
+    }
+
+    /// Every client connection's channel: frame limits, output stall, handshake/frame and idle
+    /// timeouts (`[Limits]`).
+    public var channelOptions: FrameChannel.Options {
+        let idle = seconds(.limitsIdleTimeoutSec)
+        return FrameChannel.Options(limits: frameLimits, stallTimeout: seconds(.limitsOutputStallTimeoutSec),
+                                    frameTimeout: seconds(.limitsHandshakeTimeoutSec), idleTimeout: idle > 0 ? idle : nil)
     }
 
     /// The frame limits clients get.

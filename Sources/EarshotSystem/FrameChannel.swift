@@ -241,9 +241,11 @@ public final class FrameChannel: @unchecked Sendable {
     private func readAvailable() {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while !inputDone {
+            // Timed before the call: a peer may act on what the call did before the next line runs.
+            let now = clock.elapsed
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n > 0 {
-                lastActivity = clock.elapsed
+                lastActivity = now
                 let wasInFrame = decoder.bufferedByteCount > 0
                 decoder.feed(buffer[0..<n])
                 var completed = false
@@ -257,7 +259,7 @@ public final class FrameChannel: @unchecked Sendable {
                     finishInput(throwing: error)
                     return
                 }
-                frameProgress(completed: completed, wasInFrame: wasInFrame)
+                frameProgress(completed: completed, wasInFrame: wasInFrame, at: now)
                 if bufferedFrames >= options.maxBufferedFrames {
                     readSource?.suspend()
                     readSuspended = true
@@ -313,13 +315,14 @@ public final class FrameChannel: @unchecked Sendable {
 
     private func flush() {
         while queuedBytes > 0 {
+            let now = clock.elapsed // before the call, as in readAvailable()
             let n = output.withUnsafeBytes { raw in
                 Glibc.send(fd, raw.baseAddress! + outputStart, queuedBytes, Int32(MSG_NOSIGNAL))
             }
             if n > 0 {
                 outputStart += n
-                lastProgress = clock.elapsed
-                lastActivity = lastProgress
+                lastProgress = now
+                lastActivity = now
                 continue
             }
             let code = errno
@@ -369,14 +372,14 @@ public final class FrameChannel: @unchecked Sendable {
 
     /// Updates the frame clock after a read: a frame is timed from its first byte; the first
     /// frame from ``start()``.
-    private func frameProgress(completed: Bool, wasInFrame: Bool) {
+    private func frameProgress(completed: Bool, wasInFrame: Bool, at now: Duration) {
         guard options.frameTimeout != nil else { return }
         if completed { receivedFrame = true }
         if receivedFrame {
             if decoder.bufferedByteCount == 0 {
                 frameStarted = nil
             } else if completed || !wasInFrame || frameStarted == nil {
-                frameStarted = clock.elapsed
+                frameStarted = now
             }
         }
         armTimer()
@@ -394,9 +397,16 @@ public final class FrameChannel: @unchecked Sendable {
         return deadline
     }
 
-    /// Makes the timer fire no later than the next deadline (it re-checks when it fires).
+    /// Makes the timer fire no later than the next deadline (it re-checks when it fires), or
+    /// stops it when there is none.
     private func armTimer() {
-        guard let deadline = nextDeadline() else { return }
+        guard let deadline = nextDeadline() else {
+            // Nothing to time (a frame completed, no idle timeout): no wake-up for nothing.
+            timer?.cancel()
+            timer = nil
+            timerDeadline = nil
+            return
+        }
         if let scheduled = timerDeadline, scheduled <= deadline { return }
         timer?.cancel()
         timer = clock.schedule(after: deadline - clock.elapsed, on: queue) { [weak self] in self?.deadlineReached() }

@@ -44,8 +44,10 @@ extension ServiceClock {
     /// cancelled first: the timers of Dispatch-driven code (sockets keep their state on a serial
     /// queue). This default sleeps on the clock in a task (a manual clock fires it when advanced).
     public func schedule(after delay: Duration, on queue: DispatchQueue, _ handler: @escaping @Sendable () -> Void) -> any ScheduledWake {
-        TaskWake(task: Task {
-            try await sleep(for: delay)
+        // The deadline is fixed now: the task may start sleeping after the clock has moved on.
+        let deadline = now.advanced(by: delay)
+        return TaskWake(task: Task {
+            try await sleep(until: deadline, tolerance: nil)
             queue.async(execute: handler)
         })
     }

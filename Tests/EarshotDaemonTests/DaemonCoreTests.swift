@@ -18,10 +18,12 @@ final class DaemonCore: Sendable {
     private let serving: Task<Void, Never>
     let directory: TempDirectory
 
-    /// `idleTimeout`: the connections' idle timeout in seconds (nil: none).
-    init(idleTimeout: Double? = nil) async throws {
+    /// `config`: the daemon's config file (its `[Limits]` time the connections, as in earshotd).
+    init(config text: String = "") async throws {
         directory = try TempDirectory("escore")
-        let config = DaemonConfig()
+        var config = DaemonConfig()
+        config.parse(text, source: "test.conf")
+        #expect(config.warnings.isEmpty && config.errors.isEmpty, "\(config.warnings) \(config.errors)")
         let paths = DaemonPaths.resolve(mode: .user, socketFlag: directory.file("earshot.sock"), stateFlag: directory.file("state"),
                                         cacheFlag: directory.file("cache"), config: config, environment: [:])
         let limits = DaemonLimits(frame: config.frameLimits, maxConnections: 16)
@@ -36,7 +38,7 @@ final class DaemonCore: Sendable {
         let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors, logger: logger), errors: errors)
         server = ConnectionServer(harness: harness, registry: registry, logger: logger,
-                                  channelOptions: FrameChannel.Options(limits: limits.frame, frameTimeout: 10, idleTimeout: idleTimeout),
+                                  channelOptions: config.channelOptions,
                                   refusals: RefusalLog(logger: logger, clock: clock), clock: clock)
         let (stream, continuation) = AsyncStream.makeStream(of: AcceptedConnection.self)
         accepted = continuation
@@ -113,18 +115,74 @@ struct DaemonCoreTests {
         await core.stop()
     }
 
-    /// The idle timeout runs on the daemon's clock: a connection with nothing in flight is closed
-    /// when the clock passes it, and not a moment before.
+    /// Issue 8's connection timeouts, on the daemon's clock (issue 31: these ran against a daemon
+    /// binary, sleeping on the wall clock). A client that keeps talking is not idle; one that stops
+    /// is closed when the clock passes `IdleTimeoutSec`, not a moment before.
     @Test func anIdleConnectionIsClosedWhenTheInjectedClockPassesItsTimeout() async throws {
-        let core = try await DaemonCore(idleTimeout: 300)
+        let core = try await DaemonCore(config: "[Limits]\nIdleTimeoutSec=300\n")
         let client = try core.connect()
-        #expect(try await client.roundTrip(Ping(text: "hi"))?.type == Pong.eventType)
+        for _ in 0..<3 {
+            #expect(try await client.roundTrip(Ping(text: "still here"))?.type == Pong.eventType)
+            await core.clock.sleepers(atLeast: 1)
+            core.clock.advance(by: .seconds(200))
+        }
+        #expect(try await client.roundTrip(Ping(text: "still here"))?.type == Pong.eventType, "talking keeps it open")
         await core.clock.sleepers(atLeast: 1)
         core.clock.advance(by: .seconds(299))
-        #expect(try await client.roundTrip(Ping(text: "still here"))?.type == Pong.eventType, "open before its time")
+        #expect(try await client.roundTrip(Ping(text: "last"))?.type == Pong.eventType, "open before its time")
         await core.clock.sleepers(atLeast: 1)
         core.clock.advance(by: .seconds(300))
         #expect(try await client.next() == nil, "closed once idle for 300 s of the clock")
+        await core.stop()
+    }
+
+    @Test func aConnectionThatSendsNothingIsClosedByTheHandshakeTimeout() async throws {
+        let core = try await DaemonCore(config: "[Limits]\nHandshakeTimeoutSec=10\n")
+        let silent = try core.connect()
+        await core.clock.sleepers(atLeast: 1)
+        core.clock.advance(by: .seconds(9.9))
+        await core.clock.sleepers(atLeast: 1)
+        core.clock.advance(by: .seconds(0.1))
+        #expect(try await silent.next() == nil, "the silent connection was closed at 10 s")
+        await core.stop()
+    }
+
+    /// A frame trickled a byte every 50 ms (the whole of it would take 10 s) is dropped when its
+    /// first byte is `HandshakeTimeoutSec` old, however steadily the bytes come.
+    @Test func aSlowLorisSenderIsDroppedByTheHandshakeTimeout() async throws {
+        let core = try await DaemonCore(config: "[Limits]\nHandshakeTimeoutSec=0.5\nIdleTimeoutSec=0\n")
+        let loris = try core.connect()
+        #expect(try await loris.roundTrip(Hello(id: "h", appId: "org.example.loris"))?.type == Welcome.eventType)
+        let bytes = try Frame(Ping(text: String(repeating: "z", count: 150))).encoded()
+        let answered = Latch()
+        // The end of the stream, or a reset (the daemon closed with the trickle unread): closed.
+        let reader = Task { () throws -> Frame? in
+            defer { answered.open() }
+            do {
+                return try await loris.next(timeout: .seconds(60))
+            } catch is SystemError {
+                return nil
+            }
+        }
+        let began = core.clock.elapsed
+        var sent = 0
+        trickle: while sent < bytes.count {
+            try loris.sendRaw([bytes[sent]])
+            sent += 1
+            // Next byte in 50 ms of the clock, unless the daemon has closed the connection.
+            let closed = await withTaskGroup(of: Bool.self) { group in
+                group.addTask { await answered.wait(); return true }
+                group.addTask { await core.clock.sleepers(atLeast: 1); return false }
+                defer { group.cancelAll() }
+                return await group.next() ?? true
+            }
+            if closed { break trickle }
+            core.clock.advance(by: .milliseconds(50))
+        }
+        #expect(try await reader.value == nil, "closed, not answered")
+        let took = core.clock.elapsed - began
+        #expect(sent < bytes.count && took >= .milliseconds(500) && took <= .milliseconds(600),
+                "dropped after \(took) of the clock, \(sent) of \(bytes.count) bytes in")
         await core.stop()
     }
 }

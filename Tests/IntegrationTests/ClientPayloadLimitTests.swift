@@ -69,7 +69,7 @@ struct ClientPayloadLimitTests {
         // --live: an unreadable rate is an error, not a silent 16 kHz.
         let live = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe", "--live", "--module", "dictation", "--rate", "fast"],
                                               in: directory, timeout: .seconds(60))
-        #expect(live.status == 1)
+        #expect(live.status == 64, "a usage error")
         #expect(live.stderr.contains("--rate needs a whole number"), "\(live.stderr)")
         let slow = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", daemon.socket, "transcribe", "--live", "--module", "dictation", "--rate", "1"],
                                               in: directory, timeout: .seconds(60))

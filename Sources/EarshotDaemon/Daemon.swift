@@ -156,7 +156,9 @@ public struct Daemon: Sendable {
         let where_ = listener.path ?? "fd \(listener.fd)"
         logger.notice("earshotd \(EarshotVersion.string) listening on \(where_)\(listener.activated ? " (socket activation)" : "")",
                       ["mode": mode.rawValue, "state_dir": paths.stateDirectory, "cache_dir": paths.cacheDirectory, "config": config.files.joined(separator: ","),
-                       "http": http.isEmpty ? "off" : http.map(\.endpoint).joined(separator: ",")])
+                       "http": http.isEmpty ? "off" : http.map(\.endpoint).joined(separator: ","),
+                       "watchdog": systemd.watchdogInterval.map { "every \(Int($0 / .milliseconds(2))) ms" } ?? "off"])
+        logger.flush() // the start line is written before systemd hears READY
         systemd.notify("READY=1\nSTATUS=Listening on \(where_)\nMAINPID=\(getpid())")
 
         var group = ServiceGroup(services: services, clock: clock, shutdownTimeout: .seconds(config.seconds(.daemonShutdownTimeoutSec)),

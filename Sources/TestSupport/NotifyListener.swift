@@ -38,12 +38,13 @@ public final class NotifyListener: @unchecked Sendable {
         return received
     }
 
-    /// Waits until a message contains `needle`; returns all messages then.
-    public func wait(for needle: String, timeout: Duration = .seconds(10)) async -> [String]? {
+    /// Waits until `count` messages contain `needle`; returns all messages then (nil after
+    /// `timeout`: a bound on waiting, not a measurement).
+    public func wait(for needle: String, count: Int = 1, timeout: Duration = .seconds(10)) async -> [String]? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let all = messages()
-            if all.contains(where: { $0.contains(needle) }) { return all }
+            if all.filter({ $0.contains(needle) }).count >= count { return all }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil

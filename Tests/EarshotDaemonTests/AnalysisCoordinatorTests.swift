@@ -52,12 +52,13 @@ actor CoreFixture {
 
     static let transcriber = ModuleConfiguration(kind: .transcriber, locale: "en-US")
 
-    /// A coordinator over a new speech service (so each test has its own admission and models).
-    func coordinator(maxConcurrent: Int = 4, maxQueued: Int = 16) async throws -> AnalysisCoordinator {
-        let settings = SpeechSettings(maxConcurrentAnalyses: maxConcurrent, maxConcurrentAnalysesHard: 16, lingerSeconds: 0, maxKeepAliveSeconds: 0,
+    /// A coordinator over a new speech service (so each test has its own admission and models),
+    /// its models lingering `linger` seconds of `clock`.
+    func coordinator(maxConcurrent: Int = 4, maxQueued: Int = 16, linger: Double = 0, clock: ManualClock = ManualClock()) async throws -> AnalysisCoordinator {
+        let settings = SpeechSettings(maxConcurrentAnalyses: maxConcurrent, maxConcurrentAnalysesHard: 16, lingerSeconds: linger, maxKeepAliveSeconds: 0,
                                       inferenceThreads: 1, batchThreads: 0, recordingWindowSeconds: 0, maxQueued: maxQueued)
         let model = model
-        let speech = SpeechService(settings: settings, clock: ManualClock(), segmentModels: SegmentModelLoader { _, _ in (model, 1 << 20) })
+        let speech = SpeechService(settings: settings, clock: clock, segmentModels: SegmentModelLoader { _, _ in (model, 1 << 20) })
         return AnalysisCoordinator(speech: speech, assets: try await assetService())
     }
 }
@@ -87,8 +88,9 @@ struct AnalysisCoordinatorTests {
         return PCMSamples.s16le(try reader.readAll())
     }
 
-    static func open(_ coordinator: AnalysisCoordinator, connection: Int, log: SessionLog) async throws -> String {
-        try await coordinator.open([CoreFixture.transcriber], options: AnalysisOptions(input: .recording), context: AnalysisContextData(),
+    static func open(_ coordinator: AnalysisCoordinator, connection: Int, log: SessionLog,
+                     retention: ModelRetention = .whileInUse) async throws -> String {
+        try await coordinator.open([CoreFixture.transcriber], options: AnalysisOptions(modelRetention: retention, input: .recording), context: AnalysisContextData(),
                                    for: AnalysisClient(connection: connection, uid: getuid(), appID: "org.example.core")) { _, event in log.add(event) }
     }
 
@@ -167,5 +169,34 @@ struct AnalysisCoordinatorTests {
         #expect(log.finished?.shutdown == true && log.finished?.error == nil)
         #expect(!log.finals.isEmpty, "the input was finished, not dropped")
         #expect(coordinator.sessions.isEmpty)
+    }
+
+    /// Retention on the speech service's clock (issue 31: against a daemon binary these slept on
+    /// the wall clock): a lingering model stays `LingerSeconds` after its session, and not longer.
+    @Test func aLingeringModelStaysForLingerSecondsOfTheClock() async throws {
+        let clock = ManualClock()
+        let coordinator = try await CoreFixture.shared.coordinator(linger: 1, clock: clock)
+        let id = try await Self.open(coordinator, connection: 1, log: SessionLog(), retention: .lingering)
+        _ = try await coordinator.control(.finish(.cancelNow, time: nil), session: id, of: 1)
+        let speech = await coordinator.speech
+        let right = await speech.stats()
+        #expect(right.sessions == 0 && right.models.count == 1 && right.models.first?.users == 0, "still loaded right after: \(right.models)")
+        clock.advance(by: .milliseconds(999))
+        #expect(await speech.stats().models.count == 1, "not before LingerSeconds")
+        clock.advance(by: .milliseconds(1))
+        #expect(await speech.stats().models.isEmpty, "unloaded at LingerSeconds")
+    }
+
+    @Test func processLifetimeKeepsTheModelUntilTheConnectionCloses() async throws {
+        let clock = ManualClock()
+        let coordinator = try await CoreFixture.shared.coordinator(linger: 1, clock: clock)
+        let id = try await Self.open(coordinator, connection: 9, log: SessionLog(), retention: .processLifetime)
+        _ = try await coordinator.control(.finish(.cancelNow, time: nil), session: id, of: 9)
+        clock.advance(by: .seconds(3600))
+        let speech = await coordinator.speech
+        let kept = await speech.stats()
+        #expect(kept.sessions == 0 && kept.models.count == 1, "processLifetime keeps the model while the client lives: \(kept.models)")
+        await coordinator.connectionClosed(9)
+        #expect(await speech.stats().models.isEmpty, "its client gone, the model goes")
     }
 }

@@ -224,7 +224,7 @@ enum SpeechBench {
         // (a) daemon vs in-process on the long recording.
         let service = SpeechService(settings: SpeechSettings(maxConcurrentAnalyses: 64, maxConcurrentAnalysesHard: 64, lingerSeconds: 3600, inferenceThreads: 2))
         let plan = SessionPlan(modules: [(ModuleConfiguration(kind: .transcriber, locale: "en-US"), whisper)], vad: vad,
-                               options: AnalysisOptions(modelRetention: .lingering), context: AnalysisContextData(), owner: 1, ownerUID: getuid())
+                               options: AnalysisOptions(modelRetention: .lingering), context: AnalysisContextData(), owner: SessionOwner(token: 1), ownerUID: getuid())
         var daemonTimes: [Double] = [], localTimes: [Double] = []
         var daemonText = "", localText = ""
         let client = try TestConnection(daemon.socket)

@@ -111,7 +111,7 @@ actor AnalysisCoordinator {
                 await assets.noteUse(of: modules, by: ClientIdentity(uid: client.uid, appID: appID))
             }
             let plan = SessionPlan(modules: planned, vad: Self.modelAsset(vadLease), options: options, context: context,
-                                   owner: client.connection, ownerUID: client.uid,
+                                   owner: SessionOwner(token: client.connection), ownerUID: client.uid,
                                    languageModels: try await languageModelDocuments(for: modules, uid: client.uid))
             let mark = OnceFlag()
             let connection = client.connection
@@ -209,7 +209,7 @@ actor AnalysisCoordinator {
             open.session.abandon()
             await release(id, of: connection)
         }
-        await speech.ownerGone(connection)
+        await speech.ownerGone(SessionOwner(token: connection))
     }
 
     /// Shutdown: no new sessions, and every open one is finished through the end of its input, so

@@ -26,9 +26,9 @@ import TestSupport
         let cache = ModelCache(lingerSeconds: 300, clock: ManualClock())
         let first = EngineBacked()
         _ = try await cache.acquire("m") { (first, 1) }
-        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, owner: SessionOwner(token: 1), uid: 1000)
         #expect(try await cache.acquire("m") { (EngineBacked(), 1) } as? EngineBacked === first)
-        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, owner: SessionOwner(token: 1), uid: 1000)
         first.engineEnded()
         let second = try await cache.acquire("m") { (EngineBacked(), 1) }
         #expect(second as? EngineBacked !== first)
@@ -42,8 +42,8 @@ import TestSupport
         let cache = ModelCache(lingerSeconds: 300, clock: clock)
         for _ in 0..<2 { _ = try await cache.acquire("m") { (Model(), 1) } }
         // uid 1000 lets it linger, uid 2000 keeps it for its connection 7's lifetime.
-        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
-        await cache.release("m", retention: .processLifetime, owner: 7, uid: 2000)
+        await cache.release("m", retention: .lingering, owner: SessionOwner(token: 1), uid: 1000)
+        await cache.release("m", retention: .processLifetime, owner: SessionOwner(token: 7), uid: 2000)
         #expect(await Self.loadedKeys(cache) == ["m"])
 
         // Another user ending retention changes nothing.
@@ -61,10 +61,10 @@ import TestSupport
         let clock = ManualClock()
         let cache = ModelCache(lingerSeconds: 300, clock: clock)
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, owner: SessionOwner(token: 1), uid: 1000)
         clock.advance(200)
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, owner: 2, uid: 2000)
+        await cache.release("m", retention: .lingering, owner: SessionOwner(token: 2), uid: 2000)
         // uid 1000's time ran out at 300 s; uid 2000's lasts until 500 s.
         clock.advance(150)
         await cache.evict()
@@ -88,7 +88,7 @@ import TestSupport
         defer { evictor.cancel() }
         let deadline = keepAlive ?? .seconds(300)
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, keepAlive: keepAlive, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, keepAlive: keepAlive, owner: SessionOwner(token: 1), uid: 1000)
         await clock.sleepers(atLeast: 1)
         #expect(clock.requestedSleeps.last == deadline, "the evictor sleeps until the deadline")
         clock.advance(by: deadline - .nanoseconds(1))
@@ -105,10 +105,10 @@ import TestSupport
         let clock = ManualClock()
         let cache = ModelCache(lingerSeconds: 300, clock: clock)
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, owner: SessionOwner(token: 1), uid: 1000)
         // A shorter keep-alive from the same user shortens the 300 s of LingerSeconds.
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, keepAlive: .seconds(30), owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, keepAlive: .seconds(30), owner: SessionOwner(token: 1), uid: 1000)
         clock.advance(29)
         await cache.evict()
         #expect(await Self.loadedKeys(cache) == ["m"])
@@ -118,12 +118,12 @@ import TestSupport
 
         // Zero: gone as soon as nobody uses it — but another user's lingering keeps it.
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, keepAlive: .zero, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, keepAlive: .zero, owner: SessionOwner(token: 1), uid: 1000)
         #expect(await Self.loadedKeys(cache).isEmpty)
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, owner: 2, uid: 2000)
+        await cache.release("m", retention: .lingering, owner: SessionOwner(token: 2), uid: 2000)
         _ = try await cache.acquire("m") { (Model(), 1) }
-        await cache.release("m", retention: .lingering, keepAlive: .zero, owner: 1, uid: 1000)
+        await cache.release("m", retention: .lingering, keepAlive: .zero, owner: SessionOwner(token: 1), uid: 1000)
         #expect(await Self.loadedKeys(cache) == ["m"], "uid 2000's lingering stays")
         #expect(await cache.loads == 3)
     }
@@ -158,12 +158,12 @@ import TestSupport
         for key in ["en", "de"] {
             _ = try await cache.acquire(key, family: "base") { (ModelCacheTests.Model(), 100) }
             clock.advance(by: .seconds(1))
-            await cache.release(key, retention: .lingering, owner: 1, uid: 1000)
+            await cache.release(key, retention: .lingering, owner: SessionOwner(token: 1), uid: 1000)
         }
         // "en" is used again, so "de" is the least recently used idle model.
         _ = try await cache.acquire("en") { (ModelCacheTests.Model(), 100) }
         clock.advance(by: .seconds(1))
-        await cache.release("en", retention: .processLifetime, owner: 1, uid: 1000)
+        await cache.release("en", retention: .processLifetime, owner: SessionOwner(token: 1), uid: 1000)
         _ = try await cache.acquire("fr", family: "base") { (ModelCacheTests.Model(), 100) }
         #expect(await Self.keys(cache) == ["de", "en", "fr"], "300 bytes: all three fit")
         // A fourth needs room: "de" goes, "en" (pinned, but idle and used later) stays.
@@ -186,7 +186,7 @@ import TestSupport
         let loads = await cache.loads
         #expect(await Self.keys(cache) == ["large"] && loads == 1)
         // Once the large one is idle it makes room.
-        await cache.release("large", retention: .lingering, owner: 1, uid: 1000)
+        await cache.release("large", retention: .lingering, owner: SessionOwner(token: 1), uid: 1000)
         _ = try await cache.acquire("small", family: "small", estimate: 100) { (ModelCacheTests.Model(), 100) }
         #expect(await Self.keys(cache) == ["small"])
     }

@@ -24,7 +24,7 @@ actor ModelCache {
         /// unused (`lingering`).
         var lingerUntil: [UInt32: Duration] = [:]
         /// Connections that asked for `processLifetime`, with their uid.
-        var pinnedBy: [Int: UInt32] = [:]
+        var pinnedBy: [SessionOwner: UInt32] = [:]
     }
 
     /// One loaded model as stats report it.
@@ -117,7 +117,7 @@ actor ModelCache {
     /// A session stopped using `key` with `retention`, on behalf of connection `owner` of user `uid`.
     /// A `keepAlive` (with `lingering`) replaces that user's deadline instead of extending it, as
     /// Ollama's `keep_alive` does: zero lets the model go as soon as nobody uses it.
-    func release(_ key: String, retention: ModelRetention, keepAlive: Duration? = nil, owner: Int, uid: UInt32) {
+    func release(_ key: String, retention: ModelRetention, keepAlive: Duration? = nil, owner: SessionOwner, uid: UInt32) {
         guard var entry = entries[key] else { return }
         entry.users -= 1
         entry.lastUsed = clock.elapsed
@@ -134,7 +134,7 @@ actor ModelCache {
     }
 
     /// Connection `owner` closed: its `processLifetime` pins go.
-    func ownerGone(_ owner: Int) {
+    func ownerGone(_ owner: SessionOwner) {
         for key in entries.keys { entries[key]?.pinnedBy[owner] = nil }
         evict()
     }

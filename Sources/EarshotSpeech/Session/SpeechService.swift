@@ -91,13 +91,13 @@ public struct SessionPlan: Sendable {
     public var options: AnalysisOptions
     public var context: AnalysisContextData
     /// The connection that owns the session (for `processLifetime` retention and cleanup).
-    public var owner: Int
+    public var owner: SessionOwner
     /// The uid of the connection's peer: retention is recorded per user.
     public var ownerUID: UInt32
     /// The custom language models dictation modules name (``ModuleConfiguration/languageModel``),
     /// by handle: the owner's prepared data.
     public var languageModels: [String: CustomLanguageModelDocument]
-    public init(modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], vad: ModelAsset, options: AnalysisOptions, context: AnalysisContextData, owner: Int, ownerUID: UInt32,
+    public init(modules: [(configuration: ModuleConfiguration, asset: ModelAsset)], vad: ModelAsset, options: AnalysisOptions, context: AnalysisContextData, owner: SessionOwner, ownerUID: UInt32,
                 languageModels: [String: CustomLanguageModelDocument] = [:]) {
         self.modules = modules
         self.vad = vad
@@ -151,6 +151,14 @@ public struct SpeechStats: Sendable, Hashable, Codable {
     public var loads: Int
     /// Voice activity detectors of finished sessions kept for the next session (while a model is loaded).
     public var spareDetectors: Int = 0
+}
+
+/// Whose a session is, as the speech service sees it: a token its caller makes (the daemon: one
+/// per client connection), compared and nothing else. An owner's `processLifetime` models stay
+/// loaded until ``SpeechService/ownerGone(_:)``.
+public struct SessionOwner: Hashable, Sendable {
+    private let token: Int
+    public init(token: Int) { self.token = token }
 }
 
 /// How a ``SpeechService`` loads a Whisper-class model (blocking; the model and its resident
@@ -504,7 +512,7 @@ public actor SpeechService {
     }
 
     /// Connection `owner` went away: its sessions end and its `processLifetime` models may go.
-    public func ownerGone(_ owner: Int) async {
+    public func ownerGone(_ owner: SessionOwner) async {
         for (id, entry) in sessions where entry.plan.owner == owner {
             entry.session.abandon()
             await close(id)

@@ -17,29 +17,38 @@ final class DaemonCore: Sendable {
     private let accepted: AsyncStream<AcceptedConnection>.Continuation
     private let serving: Task<Void, Never>
     let directory: TempDirectory
+    let config: DaemonConfig
+    let paths: DaemonPaths
+    let harness: DaemonHarness
+    let metrics: DaemonMetrics
+    let refusals: RefusalLog
 
     /// `config`: the daemon's config file (its `[Limits]` time the connections, as in earshotd).
     init(config text: String = "") async throws {
         directory = try TempDirectory("escore")
         var config = DaemonConfig()
         config.parse(text, source: "test.conf")
+        self.config = config
         #expect(config.warnings.isEmpty && config.errors.isEmpty, "\(config.warnings) \(config.errors)")
         let paths = DaemonPaths.resolve(mode: .user, socketFlag: directory.file("earshot.sock"), stateFlag: directory.file("state"),
                                         cacheFlag: directory.file("cache"), config: config, environment: [:])
+        self.paths = paths
         let limits = DaemonLimits(frame: config.frameLimits, maxConnections: 16)
         let registry = ConnectionRegistry(limits: ConnectionLimits(maxConnections: 16, maxPerUser: 8, adminReserved: 2, maxPerAddress: 4))
         let logger = Logger(minimum: .error)
         let metrics = DaemonMetrics()
+        self.metrics = metrics
         let errors = ErrorMap(logger: logger, metrics: metrics)
         coordinator = try await CoreFixture.shared.coordinator()
         let facts = DaemonFacts(config: config, paths: paths, socketPath: paths.socket, socketActivated: false, started: .now, limits: limits)
         let assets = try await CoreFixture.shared.assetService()
         let speech = await coordinator.speech
-        let harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
+        harness = DaemonHarness(facts: facts, registry: registry, assets: AssetHarness(assets: assets),
                                     speech: SpeechHarness(speech: speech, coordinator: coordinator, errors: errors, logger: logger), errors: errors)
+        refusals = RefusalLog(logger: logger, clock: clock)
         server = ConnectionServer(harness: harness, registry: registry, logger: logger,
                                   channelOptions: config.channelOptions,
-                                  refusals: RefusalLog(logger: logger, clock: clock), clock: clock)
+                                  refusals: refusals, clock: clock)
         let (stream, continuation) = AsyncStream.makeStream(of: AcceptedConnection.self)
         accepted = continuation
         let server = server, coordinator = coordinator
@@ -58,6 +67,12 @@ final class DaemonCore: Sendable {
         try UnixSocket.prepareInherited(fds[0])
         accepted.yield(AcceptedConnection(fd: fds[0], peer: PeerCredentials(pid: getpid(), uid: uid, gid: uid), admin: admin))
         return try TestConnection(fd: fds[1])
+    }
+
+    /// The HTTP front on its Unix socket (`http.sock` in ``directory``), as earshotd opens it.
+    func openHTTP() async throws -> [HTTPListener] {
+        try await Daemon(options: DaemonOptions()).openHTTP(config, paths: paths, mainSocket: paths.socket, harness: harness,
+                                                          admins: AdminPolicy(group: "", daemonUID: getuid()), metrics: metrics, refusals: refusals, clock: clock)
     }
 
     /// Stops serving once every client has gone.
@@ -183,6 +198,25 @@ struct DaemonCoreTests {
         let took = core.clock.elapsed - began
         #expect(sent < bytes.count && took >= .milliseconds(500) && took <= .milliseconds(600),
                 "dropped after \(took) of the clock, \(sent) of \(bytes.count) bytes in")
+        await core.stop()
+    }
+
+    /// The HTTP front in process: OpenAI's transcription over the front's Unix socket reaches the
+    /// coordinator and the stand-in model; an unknown path is 404, a wrong method 405 with Allow.
+    @Test func theHTTPFrontTranscribesAndRoutesInProcess() async throws {
+        let core = try await DaemonCore()
+        let fronts = try await core.openHTTP()
+        let socket = try #require(fronts.first?.path)
+        func curl(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run("/usr/bin/curl", ["-sS", "--unix-socket", socket, "-w", "\n%{http_code}"] + arguments, in: core.directory, timeout: .seconds(60))
+        }
+        let transcribed = try await curl(["-F", "file=@\(AnalysisCoordinatorTests.clip)", "-F", "model=whisper-1", "http://earshot/v1/audio/transcriptions"])
+        let lines = transcribed.stdout.split(separator: "\n")
+        #expect(lines.last == "200" && lines.first?.contains("\"text\"") == true && transcribed.stdout.contains("w0"), "\(transcribed.stdout) \(transcribed.stderr)")
+        #expect(try await curl(["http://earshot/nothing"]).stdout.hasSuffix("404"))
+        let wrong = try await curl(["-X", "PUT", "-i", "http://earshot/v1/models"])
+        #expect(wrong.stdout.hasSuffix("405") && wrong.stdout.contains("Allow: GET"), "\(wrong.stdout)")
+        for front in fronts { await front.stop() }
         await core.stop()
     }
 }

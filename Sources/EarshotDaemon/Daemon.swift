@@ -82,7 +82,7 @@ public struct Daemon: Sendable {
             // The user daemon's default socket lives in directories that must be the user's own.
             let directory: Listener.Directory = mode == .user && paths.socket == SocketLocations.user(environment: environment)
                 ? .userRuntime(environment: environment) : .create(permissions: options.userMode ? 0o700 : 0o755)
-            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config[.daemonSocketMode], radix: 8)!), directory: directory, manager: systemd)
+            listener = try Listener.open(path: paths.socket, mode: mode_t(Int(config[.daemonSocketMode], radix: 8)!), directory: directory, systemd: systemd)
         } catch {
             logger.error("cannot listen: \(error)")
             return 1

@@ -80,9 +80,9 @@ final class Listener: @unchecked Sendable {
     }
 
     /// Takes the socket-activated fd if there is one, else binds `path` with `mode`.
-    static func open(path: String, mode: mode_t, directory policy: Directory, manager: Systemd) throws(ListenerError) -> Listener {
-        if let fd = manager.activatedSockets().first {
-            guard manager.isListeningUnixStream(fd) else { throw .badActivatedSocket(fd) }
+    static func open(path: String, mode: mode_t, directory policy: Directory, systemd: Systemd) throws(ListenerError) -> Listener {
+        if let fd = systemd.activatedSockets().first {
+            guard systemd.isListeningUnixStream(fd) else { throw .badActivatedSocket(fd) }
             do { try UnixSocket.prepareInherited(fd) } catch { throw .system(error) }
             return Listener(fd: fd, path: UnixSocket.boundPath(fd), activated: true, ownsPath: false)
         }

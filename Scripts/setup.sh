@@ -25,7 +25,7 @@ APT_PACKAGES=(
   # custom language model tests' commands, which PocketSphinx hears better than espeak-ng's)
   pocketsphinx-en-us pocketsphinx-testdata espeak-ng flite
   # tools the tests drive for real
-  systemd minisign nginx-light zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils sox tmux
+  systemd minisign nginx-light docker-registry apache2-utils zstd bzip2 zip curl openssl util-linux python3-pip ffmpeg pulseaudio pulseaudio-utils sox tmux
   # zeroconf: a private D-Bus and avahi-daemon, browsed with avahi-browse
   dbus-daemon avahi-daemon avahi-utils
 )

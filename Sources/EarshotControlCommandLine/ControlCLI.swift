@@ -40,6 +40,11 @@ public enum ControlCLI {
                                                    "by uid N", as earshot-update.service does; a label, it grants
                                                    nothing). Killing the client does not stop the update: the daemon
                                                    finishes it and a later run joins it
+          publish oci://HOST[:PORT]/REPOSITORY:TAG [--catalog SOURCE] [--asset ID]... [--dry-run]
+                                                   copy the verified catalog (signed, unchanged) and every asset it lists
+                                                   (or only --asset ones) into a registry: blobs it has are skipped, the
+                                                   manifest is written last (--dry-run: say what would be uploaded;
+                                                   --catalog: which source, when several have a catalog). Docs/FLEET.md
           stats                                    analysis sessions by engine, loaded models with their memory, and every
                                                    counter of GET /metrics (the same numbers)
         an option a command does not take is an error (exit 64, nothing is sent to the daemon).
@@ -53,6 +58,7 @@ public enum ControlCLI {
         "status": [], "config": [], "assets": [], "stats": [], "cancel": [], "rollback": [], "hold": [], "unhold": [],
         "catalog": [], "reservations": ["all"], "language-models": ["all"], "release": ["locale", "uid", "app"],
         "install": ["locale", "module", "preset", "dry-run"], "gc": ["dry-run"], "update": ["dry-run", "timer"],
+        "publish": ["catalog", "asset", "dry-run"],
     ]
     /// `catalog add-asset`'s options.
     static let addAssetOptions: Set<String> = ["id", "kind", "engine", "locale", "license", "format", "role", "version", "catalog"]
@@ -62,7 +68,7 @@ public enum ControlCLI {
     public static func main(_ argv: [String]) async -> Int32 {
         await CommandLineProgram.run("earshotctl", usage: usage) {
             let invocation = try CommandInvocation.parse(argv, valued: ["socket", "locale", "module", "preset", "uid", "app", "id", "kind", "engine", "license", "format",
-                                                                        "role", "version", "catalog"],
+                                                                        "role", "version", "catalog", "asset"],
                                                          flags: ["json", "all", "dry-run", "timer"])
             let command = try ControlCommand(invocation)
             if case .addAsset(let addAsset) = command.operation { return try await addAsset.run() } // talks to no daemon
@@ -86,6 +92,7 @@ struct ControlCommand {
         case hold(String, Bool)
         case gc(dryRun: Bool)
         case update(dryRun: Bool, timer: Bool)
+        case publish(PublishCommand)
     }
 
     let operation: Operation
@@ -132,6 +139,7 @@ struct ControlCommand {
         case "hold", "unhold": operation = .hold(try invocation.operand(1, "an asset id, e.g. earshotctl \(invocation.command) whisper-base"), invocation.command == "hold")
         case "gc": operation = .gc(dryRun: arguments.has("dry-run"))
         case "update": operation = .update(dryRun: arguments.has("dry-run"), timer: arguments.has("timer"))
+        case "publish": operation = .publish(try PublishCommand(arguments, target: try invocation.operand(1, "a registry tag, e.g. earshotctl publish oci://registry.example:5000/earshot/catalog:v1")))
         default: throw invocation.unknownCommand
         }
     }
@@ -272,6 +280,8 @@ struct ControlCommand {
                 if !reply.changed { print(reply.dryRun ? "nothing would change" : "nothing to update") }
             }
             code = ExitCode(update: reply)
+        case .publish(let publish):
+            code = try await publish.run(connection, json: json)
         case .addAsset:
             break
         }

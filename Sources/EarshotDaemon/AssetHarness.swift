@@ -108,6 +108,17 @@ struct AssetHarness: Sendable {
                 return [try Frame(UpdateReply(id: request.id, catalogs: sources, updated: report.updated, failed: report.failed, deferred: report.deferred,
                                               changed: report.changed, dryRun: report.dryRun, planned: report.planned, held: report.held))]
             },
+            .on(PublishRequest.self, .admin("publish to a registry"), longRunning: true) { request, call, _ in
+                let id = request.id
+                var reply = try await assets.publish(to: try OCIReference.parse(request.target), source: request.catalog, assetIDs: request.assets,
+                                                     dryRun: request.dryRun) { event in
+                    var event = event
+                    event.id = id
+                    if let frame = try? Frame(event) { call.progress(frame) }
+                }
+                reply.id = id
+                return [try Frame(reply)]
+            },
         ]
     }
 

@@ -1,3 +1,4 @@
+import EarshotAssets
 import EarshotSystem
 import EarshotWire
 import Foundation
@@ -71,6 +72,14 @@ enum ConfigValidation {
         ["http://", "https://", "file://"].contains { value.hasPrefix($0) } ? nil : "expected an http://, https:// or file:// URL"
     }
 
+    static let catalogSource: @Sendable (String) -> String? = { value in
+        if OCIReference.isOCI(value) {
+            do { _ = try OCIReference.parse(value) } catch { return "\(error)" }
+            return nil
+        }
+        return url(value)
+    }
+
     static let absolutePath: @Sendable (String) -> String? = { value in
         value.hasPrefix("/") ? nil : "expected an absolute path"
     }
@@ -137,6 +146,8 @@ public enum Setting: String, CaseIterable, Sendable {
     case downloadLowSpeedTimeSec = "Download.LowSpeedTimeSec"
     case downloadMaxAttemptsPerMirror = "Download.MaxAttemptsPerMirror"
     case downloadCAFile = "Download.CAFile"
+    case registryAuthFile = "Registry.AuthFile"
+    case registryPlainHTTPHosts = "Registry.PlainHTTPHosts"
     case wyomingListen = "Wyoming.Listen"
     case wyomingUser = "Wyoming.User"
     case wyomingAppID = "Wyoming.AppID"
@@ -188,7 +199,7 @@ public enum Setting: String, CaseIterable, Sendable {
         case .analysisBatchThreads: ConfigKey("Analysis", "BatchThreads", "0", doc: "0 (the default since issue 29): a session's overlapping decodes (a long recording's windows) share its one loaded model, so every session of a model uses one copy of its weights. 1 or more: once a session's decodes overlap they move to a second copy of the model with this many threads, shared daemon-wide, loaded then and released with the session's retention; on 2 cores with Earshot's decoder the copy made base read a 5.9 min recording in 17.1 s instead of 22.1 s, for 1197 instead of 694 MiB peak memory (earshotd and its engine). Used only when below InferenceThreads.", validate: ConfigValidation.integer(in: 0...256))
         case .analysisRecordingWindowSec: ConfigKey("Analysis", "RecordingWindowSec", "20", doc: "A whole recording (`earshot transcribe FILE`, the HTTP API, the library's file input) is decoded up to this many seconds of consecutive speech at once: Whisper hears each utterance with its neighbours, which lowers the error rate, and makes fewer decodes. Each utterance still gets its own result. A 20 s window holds ONNX Runtime working memory for 30 s of features (Whisper base: about 150 MiB more per model copy than one utterance). 0: one utterance per decode, as for live audio.", validate: ConfigValidation.seconds(in: 0...20))
         case .analysisSpeculativeDecode: ConfigKey("Analysis", "SpeculativeDecode", "yes", doc: "yes: a whole recording that fits in one RecordingWindowSec window is decoded as soon as its input ends when silero still has at least half of it to read (a file arrives faster than real time, so its window would otherwise wait for the detector; input sent in real time, as Wyoming's, has been read by then and never speculates); the result is kept when the detector's segments make that one window with at most 2 s of the recording outside them, else the window is decoded as usual. no: every window waits for the detector.", validate: ConfigValidation.oneOf(["yes", "no"]))
-        case .catalogURL: ConfigKey("Catalog", "URL", EmbeddedDefaults.catalogURL, repeatable: true, doc: "Signed catalog sources (the signature is at URL.minisig), merged in order. Repeat the key for several; an empty assignment clears the list.", validate: ConfigValidation.url)
+        case .catalogURL: ConfigKey("Catalog", "URL", EmbeddedDefaults.catalogURL, repeatable: true, doc: "Signed catalog sources (the signature is at URL.minisig), merged in order. Repeat the key for several; an empty assignment clears the list. oci://HOST[:PORT]/REPOSITORY[:TAG|@sha256:DIGEST] reads a catalog artifact from a registry and fetches its assets there by digest (Docs/FLEET.md).", validate: ConfigValidation.catalogSource)
         case .catalogKeysDirectory: ConfigKey("Catalog", "KeysDirectory", "\(EmbeddedDefaults.keysDirectory) /etc/earshot/keys.d", repeatable: true, doc: "Directories of trusted minisign public keys (*.pub). Repeatable.", validate: ConfigValidation.absolutePath)
         case .assetsMaxReservedLocales: ConfigKey("Assets", "MaxReservedLocales", "3", doc: "Most locales one app (uid and app id) may reserve; installs that would exceed it fail with quotaExceeded.", validate: ConfigValidation.integer(in: 0...1000))
         case .assetsMaxReservedLocalesPerUser: ConfigKey("Assets", "MaxReservedLocalesPerUser", "8", doc: "Most distinct locales one user (uid) may reserve across all its app ids, so rotating app ids cannot multiply MaxReservedLocales.", validate: ConfigValidation.integer(in: 0...10000))
@@ -206,6 +217,8 @@ public enum Setting: String, CaseIterable, Sendable {
         case .downloadLowSpeedTimeSec: ConfigKey("Download", "LowSpeedTimeSec", "30", doc: "See LowSpeedLimit.", validate: ConfigValidation.seconds(in: 1...3600))
         case .downloadMaxAttemptsPerMirror: ConfigKey("Download", "MaxAttemptsPerMirror", "3", doc: "Attempts per mirror (with exponential backoff) before failing over to the next.", validate: ConfigValidation.integer(in: 1...20))
         case .downloadCAFile: ConfigKey("Download", "CAFile", "", doc: "Extra CA bundle for HTTPS sources (PEM). Empty: the system's.", validate: ConfigValidation.absolutePathOrEmpty)
+        case .registryAuthFile: ConfigKey("Registry", "AuthFile", "", doc: "Credentials for oci:// catalog sources and earshotctl publish, in the auths format of ~/.docker/config.json. It must be owned by root (or the daemon's user) and readable by its owner only; otherwise it is not read, and a registry that asks for credentials fails with an error saying why. Its contents never appear in logs or in earshotctl config. Empty: anonymous.", validate: ConfigValidation.absolutePathOrEmpty)
+        case .registryPlainHTTPHosts: ConfigKey("Registry", "PlainHTTPHosts", "", repeatable: true, doc: "Registries (HOST or HOST:PORT) reached over plain HTTP. Loopback always is; every other registry and token service needs HTTPS. Repeatable.", validate: { $0.isEmpty || !$0.contains("/") ? nil : "expected HOST or HOST:PORT" })
         case .wyomingListen: ConfigKey("Wyoming", "Listen", "", doc: "Also serve Wyoming ASR over TCP (as Home Assistant connects), e.g. tcp://127.0.0.1:10300. TCP peers have no kernel identity: they act as User/AppID below, never as admins, and only Wyoming events are served. A non-loopback address is logged as a warning. Empty: off.", validate: ConfigValidation.tcpEndpointOrEmpty)
         case .wyomingUser: ConfigKey("Wyoming", "User", "nobody", doc: "The user TCP Wyoming peers act as: their reservations and per-user limits are this user's.", validate: ConfigValidation.user)
         case .wyomingAppID: ConfigKey("Wyoming", "AppID", "wyoming-tcp", doc: "The app id TCP Wyoming peers act as (reservations are kept per app).", validate: { DaemonHarness.isValidAppID($0) ? nil : "expected letters, digits, '.', '_' or '-'" })

@@ -266,6 +266,8 @@ public struct Daemon: Sendable {
             maxStoreSize: Int64(config.int(.assetsMaxStoreSize)), gcInterval: config.seconds(.assetsGCIntervalSec),
             download: download, updateBandwidthLimit: config.int(.assetsUpdateBandwidthLimit) > 0 ? Int64(config.int(.assetsUpdateBandwidthLimit)) : nil)
         settings.keepPreviousFor = config.seconds(.assetsKeepPreviousForSec)
+        settings.registry = RegistrySettings(authFile: config[.registryAuthFile].isEmpty ? nil : config[.registryAuthFile],
+                                             plainHTTPHosts: config.values(.registryPlainHTTPHosts).filter { !$0.isEmpty })
         settings.updateInterval = config[.assetsUpdateIntervalSec] == "auto"
             ? (paths.mode == .user ? 86400 : 0) : config.seconds(.assetsUpdateIntervalSec)
         if let pause = environment["EARSHOT_TEST_PAUSE"], let colon = pause.firstIndex(of: ":"),

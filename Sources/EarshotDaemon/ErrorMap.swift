@@ -51,6 +51,14 @@ struct ErrorMap: Sendable {
             case .held: WireError(.badRequest, e.description)
             case .inconsistentState, .internalError: WireError(.internalError, e.description)
             }
+        case let e as RegistryError:
+            switch e {
+            case .invalidReference, .plainHTTPRefused: WireError(.badRequest, e.description)
+            case .unauthorized, .authFile: WireError(.permissionDenied, e.description)
+            case .transport, .status: WireError(.downloadFailed, e.description)
+            case .mismatch, .notACatalog: WireError(.verificationFailed, e.description)
+            case .io: WireError(.internalError, e.description)
+            }
         case let e as AnalysisError:
             switch e {
             case .noModules, .detectorOnly: WireError(.badRequest, e.description)

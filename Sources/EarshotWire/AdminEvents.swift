@@ -510,3 +510,75 @@ public struct EngineProcessInfo: Codable, Sendable, Hashable {
     }
     enum CodingKeys: String, CodingKey { case pid, anonymousBytes = "anonymous_bytes", fileBytes = "file_bytes" }
 }
+
+/// `earshot.publish` (admin): copy the daemon's verified catalog and the assets it lists into an
+/// OCI registry repository (`oci://HOST[:PORT]/REPOSITORY:TAG`). Progress events
+/// (``InstallProgress``, phases `downloading`, `verifying`, `uploading`) follow until the reply.
+public struct PublishRequest: WireEvent, Hashable {
+    public static let eventType = "earshot.publish"
+    public var id: String?
+    public var target: String
+    /// The catalog source to publish; nil when only one source has a catalog.
+    public var catalog: String?
+    /// Only these asset ids; nil: every asset the catalog lists.
+    public var assets: [String]?
+    public var dryRun: Bool
+    public init(id: String? = nil, target: String, catalog: String? = nil, assets: [String]? = nil, dryRun: Bool = false) {
+        self.id = id
+        self.target = target
+        self.catalog = catalog
+        self.assets = assets
+        self.dryRun = dryRun
+    }
+    enum CodingKeys: String, CodingKey { case id, target, catalog, assets, dryRun = "dry_run" }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decodeIfPresent(String.self, forKey: .id)
+        target = try c.decode(String.self, forKey: .target)
+        catalog = try c.decodeIfPresent(String.self, forKey: .catalog)
+        assets = try c.decodeIfPresent([String].self, forKey: .assets)
+        dryRun = try c.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
+    }
+}
+
+/// One blob of a publish and what happened to it.
+public struct PublishedBlob: Codable, Sendable, Hashable {
+    public enum Action: String, Codable, Sendable {
+        /// Uploaded now; already in the repository (skipped); would be uploaded (dry run).
+        case pushed, present, wouldPush = "would_push"
+    }
+    /// `id@version` of an asset, or `catalog`, `signature`, `config`.
+    public var name: String
+    public var digest: String
+    public var size: Int64
+    public var action: Action
+    public init(name: String, digest: String, size: Int64, action: Action) {
+        self.name = name
+        self.digest = digest
+        self.size = size
+        self.action = action
+    }
+}
+
+/// Reply to ``PublishRequest``.
+public struct PublishReply: WireEvent, Hashable {
+    public static let eventType = "earshot.publish.reply"
+    public var id: String?
+    public var target: String
+    public var catalogVersion: Int64
+    /// The manifest written (nil on a dry run).
+    public var manifestDigest: String?
+    public var dryRun: Bool
+    public var blobs: [PublishedBlob]
+    public init(id: String?, target: String, catalogVersion: Int64, manifestDigest: String?, dryRun: Bool, blobs: [PublishedBlob]) {
+        self.id = id
+        self.target = target
+        self.catalogVersion = catalogVersion
+        self.manifestDigest = manifestDigest
+        self.dryRun = dryRun
+        self.blobs = blobs
+    }
+    enum CodingKeys: String, CodingKey {
+        case id, target, catalogVersion = "catalog_version", manifestDigest = "manifest_digest", dryRun = "dry_run", blobs
+    }
+}

@@ -151,6 +151,8 @@ public struct ReservationsReply: WireEvent, Hashable {
 /// Install phases, in order.
 public enum InstallPhase: String, Codable, Sendable, Hashable {
     case queued, downloading, verifying, extracting, committing, installed, failed, cancelled
+    /// `earshotctl publish`: the asset's bytes are going to a registry.
+    case uploading
 }
 
 /// `earshot.install`: make sure `modules` can run; progress events follow until the result.

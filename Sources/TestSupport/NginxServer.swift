@@ -28,11 +28,14 @@ public final class NginxServer: @unchecked Sendable {
         /// Serve HTTPS with a certificate for 127.0.0.1/localhost signed by a fresh test CA.
         public var tls: Bool
         public var routes: [Route]
+        /// Further directives inside the `server` block, verbatim (e.g. a proxy in front of a registry).
+        public var serverDirectives: String
 
-        public init(rateLimit: String? = nil, tls: Bool = false, routes: [Route] = []) {
+        public init(rateLimit: String? = nil, tls: Bool = false, routes: [Route] = [], serverDirectives: String = "") {
             self.rateLimit = rateLimit
             self.tls = tls
             self.routes = routes
+            self.serverDirectives = serverDirectives
         }
     }
 
@@ -283,6 +286,7 @@ public final class NginxServer: @unchecked Sendable {
         for route in options.routes {
             server += "        location ^~ \(route.prefix) { return \(route.status)\(route.target.map { " " + $0 } ?? ""); }\n"
         }
+        server += options.serverDirectives
         return """
         daemon off;
         master_process on;

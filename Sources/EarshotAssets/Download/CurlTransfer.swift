@@ -20,6 +20,8 @@ struct TransferPlan: Sendable {
     var expectedSize: Int64?
     var options: DownloadOptions
     var userAgent: String
+    /// The mirror's extra headers and redirect rules.
+    var access = MirrorAccess()
     /// Paces the transfer under a bandwidth cap (the service's clock; a manual one in tests).
     var clock: any ServiceClock
 }
@@ -173,7 +175,7 @@ final class CurlTransfer {
             ("URL", CCurl_easy_setopt_string(easy, CURLOPT_URL, plan.url)),
             ("PROTOCOLS_STR", CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https,file")),
             // A server must not redirect us to a local file.
-            ("REDIR_PROTOCOLS_STR", CCurl_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")),
+            ("REDIR_PROTOCOLS_STR", CCurl_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, plan.access.redirectProtocols)),
             ("FOLLOWLOCATION", CCurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)),
             ("MAXREDIRS", CCurl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, 5)),
             ("FAILONERROR", CCurl_easy_setopt_long(easy, CURLOPT_FAILONERROR, 0)),
@@ -199,14 +201,16 @@ final class CurlTransfer {
         if let caFile = options.caFile {
             results.append(("CAINFO", CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)))
         }
+        // A custom Authorization header: libcurl does not pass it on to another host on a redirect.
+        for header in plan.access.headers { headers = curl_slist_append(headers, header) }
         if offset > 0 {
             results.append(("RANGE", CCurl_easy_setopt_string(easy, CURLOPT_RANGE, "\(offset)-")))
             // Only the same version of the file may be continued: otherwise the server sends it whole.
             if !isFile, let validator = stored?.ifRangeValidator {
                 headers = curl_slist_append(headers, "If-Range: \(validator)")
-                results.append(("HTTPHEADER", CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers)))
             }
         }
+        if headers != nil { results.append(("HTTPHEADER", CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers))) }
         // Proxy variables (http_proxy, https_proxy, no_proxy) stay honoured: libcurl's default.
         if let (option, code) = results.first(where: { $0.1 != CURLE_OK }) {
             return .curl(code: Int(code.rawValue), message: "curl_easy_setopt(CURLOPT_\(option)): " + String(cString: curl_easy_strerror(code)))

@@ -10,16 +10,35 @@ public struct DownloadRequest: Sendable, Hashable {
     /// that sends more (``DownloadError/tooLarge(limit:)``).
     public var expectedSize: Int64?
     public var options: DownloadOptions
+    /// What a mirror needs beyond its URL (a registry's authorization), by URL.
+    public var access: [String: MirrorAccess]
 
-    public init(urls: [String], destination: String, expectedSize: Int64? = nil, options: DownloadOptions = DownloadOptions()) {
+    public init(urls: [String], destination: String, expectedSize: Int64? = nil, options: DownloadOptions = DownloadOptions(),
+                access: [String: MirrorAccess] = [:]) {
         self.urls = urls
         self.destination = destination
         self.expectedSize = expectedSize
         self.options = options
+        self.access = access
     }
 
     /// The sidecar that makes the partial file at ``destination`` resumable.
     public var metadataPath: String { PartialMetadata.path(for: destination) }
+}
+
+/// Request headers and redirect rules for one mirror, such as an OCI registry's blob URL with
+/// its authorization. libcurl sends the headers to the mirror's own host only, never to a host it
+/// redirects to. They are never logged or stored with the partial file.
+public struct MirrorAccess: Sendable, Hashable {
+    /// Whole header lines, e.g. `Authorization: Bearer …`.
+    public var headers: [String]
+    /// Protocols a redirect may switch to (`https`; `http,https` for a plain-HTTP mirror).
+    public var redirectProtocols: String
+
+    public init(headers: [String] = [], redirectProtocols: String = "http,https") {
+        self.headers = headers
+        self.redirectProtocols = redirectProtocols
+    }
 }
 
 /// How hard to try and how fast to go.

@@ -69,7 +69,7 @@ public final class Downloader: Sendable {
         var tooLargeLimit: Int64?
         for url in request.urls {
             let plan = TransferPlan(url: url, destination: request.destination, expectedSize: request.expectedSize,
-                                    options: request.options, userAgent: userAgent, clock: clock)
+                                    options: request.options, userAgent: userAgent, access: request.access[url] ?? MirrorAccess(), clock: clock)
             var attempts = 0
             var restarts = 0
             mirror: while true {

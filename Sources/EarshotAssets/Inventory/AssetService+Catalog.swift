@@ -13,6 +13,15 @@ struct StoredCatalog: Sendable {
     var fetchedAt: Double
 }
 
+/// A catalog document and its signature as a source delivered them, not yet verified.
+struct CatalogDocument: Sendable {
+    var body: [UInt8]
+    var signature: String
+    /// The validator a later refresh sends or compares (an HTTP ETag; a registry's manifest digest).
+    var etag: String?
+    var lastModified: String?
+}
+
 /// What refreshing one catalog source did.
 public struct CatalogRefreshResult: Sendable, Codable, Hashable {
     public enum Outcome: String, Sendable, Codable {
@@ -98,12 +107,10 @@ extension AssetService {
     private func refresh(_ url: String, store: Bool) async -> (CatalogRefreshResult, StoredCatalog?) {
         let stored = catalogs[url]
         do {
-            let document = try await downloader.fetch(url: url, etag: stored?.etag, lastModified: stored?.lastModified, maxBytes: Self.maxCatalogBytes, options: settings.download)
-            if document.notModified, let stored {
-                return (CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: "not modified"), nil)
+            guard let document = try await fetchCatalogDocument(url, stored: stored) else {
+                return (CatalogRefreshResult(url: url, outcome: .unchanged, version: stored?.catalog.version, message: "not modified"), nil)
             }
-            let signature = try await downloader.fetch(url: url + ".minisig", etag: nil, lastModified: nil, maxBytes: 64 << 10, options: settings.download)
-            let verified = try SignedCatalog.verify(catalogBytes: document.body, signatureText: String(decoding: signature.body, as: UTF8.self),
+            let verified = try SignedCatalog.verify(catalogBytes: document.body, signatureText: document.signature,
                                                     trustedKeys: trustedKeys, currentVersion: stored?.catalog.version)
             if let stored, stored.catalog.version == verified.catalog.version {
                 // A catalog changes only with a new version; a different body under the same one is refused.
@@ -112,7 +119,7 @@ extension AssetService {
                 }
                 return (CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: nil), nil)
             }
-            let record = StoredCatalog(url: url, catalog: verified.catalog, body: document.body, signature: String(decoding: signature.body, as: UTF8.self),
+            let record = StoredCatalog(url: url, catalog: verified.catalog, body: document.body, signature: document.signature,
                                        keyID: verified.keyIDHex, etag: document.etag, lastModified: document.lastModified, fetchedAt: clock.wallTime())
             if store {
                 try await database.write { db in
@@ -127,12 +134,48 @@ extension AssetService {
             return (CatalogRefreshResult(url: url, outcome: .updated, version: record.catalog.version, message: nil), record)
         } catch {
             if let refusal = error as? CatalogError, case .signature = refusal { observer?.verificationFailed(.signature) }
-            let unreachable = (error as? DownloadError)?.isUnreachable ?? false
+            let unreachable = (error as? DownloadError)?.isUnreachable ?? (error as? RegistryError)?.isTransient ?? false
             let kept = stored.map { "keeping version \($0.catalog.version)" } ?? "no catalog from it yet"
             log("catalog \(url) \(unreachable ? "unreachable" : "refused"): \(error); \(kept)", .warning,
                 ["source": url, "reason": "\(error)", "kept_version": stored.map { "\($0.catalog.version)" } ?? "none"])
             return (CatalogRefreshResult(url: url, outcome: unreachable ? .unreachable : .failed, version: stored?.catalog.version, message: "\(error)"), nil)
         }
+    }
+
+    /// The signed document and signature from `url`, nil when the source says the stored copy is
+    /// current. HTTP and file sources: a conditional GET of `URL` and `URL.minisig`. `oci://`
+    /// sources: the catalog artifact's manifest, revalidated by its digest (kept as the ETag).
+    private func fetchCatalogDocument(_ url: String, stored: StoredCatalog?) async throws -> CatalogDocument? {
+        if OCIReference.isOCI(url) {
+            let reference = try OCIReference.parse(url)
+            guard let pulled = try await registry.pullCatalog(reference, knownDigest: stored?.etag, maxCatalogBytes: Self.maxCatalogBytes) else { return nil }
+            return CatalogDocument(body: pulled.body, signature: String(decoding: pulled.signature, as: UTF8.self), etag: pulled.manifestDigest, lastModified: nil)
+        }
+        let document = try await downloader.fetch(url: url, etag: stored?.etag, lastModified: stored?.lastModified, maxBytes: Self.maxCatalogBytes, options: settings.download)
+        if document.notModified, stored != nil { return nil }
+        let signature = try await downloader.fetch(url: url + ".minisig", etag: nil, lastModified: nil, maxBytes: 64 << 10, options: settings.download)
+        return CatalogDocument(body: document.body, signature: String(decoding: signature.body, as: UTF8.self), etag: document.etag, lastModified: document.lastModified)
+    }
+
+    /// The registries that can serve `entry`'s bytes by digest (every `oci://` source whose catalog
+    /// lists them), then the entry's own URLs: the mirrors of its download, in order. A registry
+    /// that cannot be reached or lacks the blob is left out (logged) and the next mirror serves.
+    func mirrors(for entry: CatalogAsset) async -> (urls: [String], access: [String: MirrorAccess]) {
+        var urls: [String] = []
+        var access: [String: MirrorAccess] = [:]
+        for source in settings.catalogURLs where OCIReference.isOCI(source) {
+            guard let catalog = catalogs[source]?.catalog, catalog.assets.contains(where: { $0.sha256 == entry.sha256 }),
+                  let reference = try? OCIReference.parse(source) else { continue }
+            do {
+                let mirror = try await registry.blobMirror(reference, digest: "sha256:" + entry.sha256)
+                urls.append(mirror.url)
+                access[mirror.url] = mirror.access
+            } catch {
+                log("registry \(reference) cannot serve \(entry.id)@\(entry.version): \(error); using the next source", .warning,
+                    ["asset": entry.id, "source": source, "reason": "\(error)"])
+            }
+        }
+        return (urls + entry.urls.filter { !urls.contains($0) }, access)
     }
 
     /// Seconds since this daemon fetched the catalog version in use, by source URL (sources

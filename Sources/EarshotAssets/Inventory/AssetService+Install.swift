@@ -208,7 +208,8 @@ extension AssetService {
         if Self.fileSize(download) != entry.size {
             var options = settings.download
             options.maxBytesPerSecond = job.bandwidthLimit ?? options.maxBytesPerSecond
-            let request = DownloadRequest(urls: entry.urls, destination: download, expectedSize: entry.size, options: options)
+            let mirrors = await mirrors(for: entry)
+            let request = DownloadRequest(urls: mirrors.urls, destination: download, expectedSize: entry.size, options: options, access: mirrors.access)
             do {
                 let fetched = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, cancellation: job.cancellation)
                 observer?.downloaded(bytes: fetched.bytesTransferred)

@@ -6,7 +6,8 @@ import Foundation
 public struct AssetSettings: Sendable {
     public var stateDirectory: String
     public var cacheDirectory: String
-    /// Catalog sources, each `URL` with its signature at `URL.minisig`.
+    /// Catalog sources: `http(s)://` or `file://` URLs with the signature at `URL.minisig`, or
+    /// `oci://` references to catalog artifacts in a registry (``OCIReference``).
     public var catalogURLs: [String]
     /// Directories of trusted minisign public keys (`*.pub`).
     public var keyDirectories: [String]
@@ -29,6 +30,8 @@ public struct AssetSettings: Sendable {
     /// (the store budget may remove it sooner); 0: retired once no lease holds it.
     public var keepPreviousFor: Double = 0
     public var download: DownloadOptions
+    /// Credentials and plain-HTTP hosts for `oci://` sources and `publish`.
+    public var registry = RegistrySettings()
     /// Bandwidth cap for unattended updates (bytes/s), if any.
     public var updateBandwidthLimit: Int64?
     /// Seconds between the service's own unattended update runs (``AssetService/update(dryRun:requestedBy:)``
@@ -102,6 +105,8 @@ public actor AssetService {
     /// Paces GC, download backoff and progress; dates expiry and grace periods.
     let clock: any ServiceClock
     let downloader: Downloader
+    /// Talks to the registries of `oci://` catalog sources and publish targets.
+    let registry: RegistryClient
     /// Serialises the critical sections that span `await`: GC, install decisions and commits,
     /// leases (``AsyncLock``).
     let gate = AsyncLock()
@@ -133,6 +138,7 @@ public actor AssetService {
         self.settings = settings
         self.clock = clock
         downloader = Downloader(clock: clock)
+        registry = RegistryClient(settings: settings.registry, options: settings.download)
         logSink = log
         self.observer = observer
         database = try InventoryStore(directory: settings.stateDirectory)

@@ -1,0 +1,122 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RegistryClient {
+    /// Size of one `PATCH` of a chunked upload: what a push holds in memory at a time.
+    static let uploadChunkBytes = 8 << 20
+
+    /// Whether the repository already has blob `digest` (`HEAD`).
+    public func hasBlob(_ reference: OCIReference, digest: String) async throws(RegistryError) -> Bool {
+        let url = base(reference) + "blobs/" + digest
+        let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+        if response.status == 404 { return false }
+        try Self.expect(response, [200], url: url)
+        return true
+    }
+
+    /// Uploads `size` bytes read by `read(offset, count)` as blob `digest`, in chunks
+    /// (`POST`, `PATCH`…, `PUT ?digest=`). A chunk that fails is retried from where the registry
+    /// says the upload stands (`GET` on the upload's location), so a broken connection costs at
+    /// most one chunk. `progress` gets the bytes the registry has acknowledged.
+    public func pushBlob(_ reference: OCIReference, digest: String, size: Int64,
+                         read: @escaping @Sendable (Int64, Int) throws(RegistryError) -> [UInt8],
+                         progress: @escaping @Sendable (Int64) -> Void = { _ in }) async throws(RegistryError) {
+        let start = base(reference) + "blobs/uploads/"
+        let opened = try await run(RegistryRequest(method: "POST", url: start, body: [], redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+        try Self.expect(opened, [202], url: start)
+        var location = try uploadLocation(opened, reference: reference)
+        var offset: Int64 = 0
+        var failures = 0
+        while offset < size {
+            let count = Int(min(Int64(Self.uploadChunkBytes), size - offset))
+            let chunk = try read(offset, count)
+            guard chunk.count == count else { throw .io("the file to upload ended at \(offset + Int64(chunk.count)) of \(size) bytes") }
+            let request = RegistryRequest(method: "PATCH", url: location,
+                                          headers: ["Content-Type: application/octet-stream", "Content-Range: \(offset)-\(offset + Int64(count) - 1)"],
+                                          body: chunk, redirectProtocols: redirectProtocols(reference))
+            let sent = await run(request, to: reference, push: true)
+            if case .success(let response) = sent, response.status == 202 {
+                location = try uploadLocation(response, reference: reference)
+                offset += Int64(count)
+                failures = 0
+                progress(offset)
+                continue
+            }
+            // Ask where the upload stands and go on from there.
+            failures += 1
+            guard failures < max(2, options.maxAttemptsPerMirror) else {
+                switch sent {
+                case .failure(let error): throw error
+                case .success(let response): try Self.expect(response, [202], url: location); throw .status(url: location, response.status, "")
+                }
+            }
+            let status = try await run(RegistryRequest(method: "GET", url: location, redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+            try Self.expect(status, [204], url: location)
+            location = try uploadLocation(status, reference: reference)
+            offset = Self.uploadedBytes(status.header("range"))
+        }
+        let separator = location.contains("?") ? "&" : "?"
+        let finish = location + separator + "digest=" + digest
+        let closed = try await run(RegistryRequest(method: "PUT", url: finish, headers: ["Content-Type: application/octet-stream"], body: [],
+                                                   redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+        try Self.expect(closed, [201], url: location)
+    }
+
+    /// Uploads a small blob held in memory, unless the repository has it.
+    func pushBlob(_ reference: OCIReference, bytes: [UInt8]) async throws(RegistryError) -> (digest: String, pushed: Bool) {
+        let digest = CatalogArtifact.digest(of: bytes)
+        if try await hasBlob(reference, digest: digest) { return (digest, false) }
+        try await pushBlob(reference, digest: digest, size: Int64(bytes.count)) { offset, count in
+            Array(bytes[Int(offset)..<Int(offset) + count])
+        }
+        return (digest, true)
+    }
+
+    /// Writes `manifest` under `reference`'s tag; returns its digest, checked against the registry's.
+    public func pushManifest(_ reference: OCIReference, _ manifest: [UInt8]) async throws(RegistryError) -> String {
+        let url = base(reference) + "manifests/" + reference.selectorText
+        let response = try await run(RegistryRequest(method: "PUT", url: url, headers: ["Content-Type: " + CatalogArtifact.manifestMediaType], body: manifest,
+                                                     redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+        try Self.expect(response, [201], url: url)
+        let digest = CatalogArtifact.digest(of: manifest)
+        if let announced = response.header("docker-content-digest"), announced != digest {
+            throw .mismatch("the registry stored the manifest as \(announced), it hashes to \(digest)")
+        }
+        return digest
+    }
+
+    /// A reader of `path` for ``pushBlob(_:digest:size:read:progress:)``.
+    public static func fileReader(_ path: String) -> @Sendable (Int64, Int) throws(RegistryError) -> [UInt8] {
+        { offset, count throws(RegistryError) in
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw .io("open(\(path)): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            var buffer = [UInt8](repeating: 0, count: count)
+            var done = 0
+            while done < count {
+                let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+                if got < 0, errno == EINTR { continue }
+                guard got > 0 else { break }
+                done += got
+            }
+            return Array(buffer.prefix(done))
+        }
+    }
+
+    /// The upload's next URL from a `Location` header (relative ones resolved against the registry).
+    private func uploadLocation(_ response: RegistryResponse, reference: OCIReference) throws(RegistryError) -> String {
+        guard let location = response.header("location"), !location.isEmpty else {
+            throw .status(url: base(reference), response.status, "an upload answer without a Location")
+        }
+        if location.hasPrefix("http://") || location.hasPrefix("https://") { return location }
+        return "\(usesPlainHTTP(reference.host) ? "http" : "https")://\(reference.host)" + (location.hasPrefix("/") ? "" : "/") + location
+    }
+
+    /// `Range: 0-N` → N + 1 bytes stored; none → 0.
+    static func uploadedBytes(_ range: String?) -> Int64 {
+        guard let range, let dash = range.firstIndex(of: "-"), let last = Int64(range[range.index(after: dash)...].trimmingCharacters(in: .whitespaces)) else { return 0 }
+        return last + 1
+    }
+}

@@ -1,0 +1,168 @@
+import EarshotSystem
+import EarshotWire
+import Foundation
+
+/// How the daemon reaches registries: the credentials file and the hosts that may go without TLS.
+public struct RegistrySettings: Sendable, Hashable {
+    /// `[Registry] AuthFile`: credentials in the `auths` format of `~/.docker/config.json`; nil: anonymous.
+    public var authFile: String?
+    /// `[Registry] PlainHTTPHosts`: authorities (`host` or `host:port`) reached over plain HTTP
+    /// besides loopback, which always is.
+    public var plainHTTPHosts: [String]
+
+    public init(authFile: String? = nil, plainHTTPHosts: [String] = []) {
+        self.authFile = authFile
+        self.plainHTTPHosts = plainHTTPHosts
+    }
+}
+
+/// Speaks the OCI distribution API to one or more registries: anonymous, HTTP basic and the
+/// Distribution bearer-token flow (`WWW-Authenticate: Bearer realm,service,scope` → token →
+/// retry), with tokens kept per host and scope in memory only. Credentials go only to the
+/// authority the file names them for: a token realm on another host gets that host's own entry or
+/// none (an anonymous token request), never the registry's. Every exchange runs on its own thread.
+public final class RegistryClient: Sendable {
+    public let settings: RegistrySettings
+    let options: DownloadOptions
+    let userAgent: String
+    private let tokens = TokenCache()
+
+    public init(settings: RegistrySettings, options: DownloadOptions, userAgent: String = "earshotd/\(EarshotVersion.string)") {
+        self.settings = settings
+        self.options = options
+        self.userAgent = userAgent
+    }
+
+    /// Whether `authority` is reached over plain HTTP: loopback, or listed by the admin.
+    public func usesPlainHTTP(_ authority: String) -> Bool {
+        let name = OCIReference.hostName(of: authority)
+        if name == "localhost" || name == "::1" || name.hasPrefix("127.") { return true }
+        return settings.plainHTTPHosts.contains { $0.lowercased() == authority.lowercased() || $0.lowercased() == name }
+    }
+
+    /// `http(s)://host[:port]/v2/<repository>/`.
+    func base(_ reference: OCIReference) -> String {
+        "\(usesPlainHTTP(reference.host) ? "http" : "https")://\(reference.host)/v2/\(reference.repository)/"
+    }
+
+    func redirectProtocols(_ reference: OCIReference) -> String { usesPlainHTTP(reference.host) ? "http,https" : "https" }
+
+    static func scope(_ reference: OCIReference, push: Bool) -> String { "repository:\(reference.repository):\(push ? "pull,push" : "pull")" }
+
+    /// The credentials file's entries (read each time, so an admin's edit applies at once).
+    func credentials() throws(RegistryError) -> [String: RegistryCredentials] {
+        guard let path = settings.authFile, !path.isEmpty else { return [:] }
+        return try RegistryAuthFile.load(path)
+    }
+
+    // MARK: - Authenticated exchange (blocking)
+
+    /// Sends `request` to `reference`'s registry, answering one `401` challenge with basic
+    /// credentials or a bearer token, and remembering what worked for the next request.
+    func send(_ request: RegistryRequest, to reference: OCIReference, push: Bool = false) -> Result<RegistryResponse, RegistryError> {
+        let scope = Self.scope(reference, push: push)
+        let key = reference.host.lowercased() + " " + scope
+        // An upload location on another host gets no authorization of this registry's.
+        guard Self.authority(of: request.url) == reference.host.lowercased() else {
+            return RegistryExchange.perform(request, options: options, userAgent: userAgent)
+        }
+        var attempt = request
+        let cached = tokens.get(key)
+        if let cached { attempt.headers.append("Authorization: " + cached) }
+        let first = RegistryExchange.perform(attempt, options: options, userAgent: userAgent)
+        guard case .success(let response) = first, response.status == 401 else { return first }
+        tokens.remove(key)
+        let authorization: String
+        switch authorize(RegistryChallenge.parse(response.headers["www-authenticate"] ?? []), reference: reference, scope: scope) {
+        case .success(let value): authorization = value
+        case .failure(let error): return .failure(error)
+        }
+        var retry = request
+        retry.headers.append("Authorization: " + authorization)
+        let second = RegistryExchange.perform(retry, options: options, userAgent: userAgent)
+        if case .success(let answer) = second {
+            if answer.status == 401 { return .failure(.unauthorized(host: reference.host, "the credentials were refused")) }
+            tokens.set(key, authorization)
+        }
+        return second
+    }
+
+    /// The `Authorization` value that answers `challenges`.
+    private func authorize(_ challenges: [RegistryChallenge], reference: OCIReference, scope: String) -> Result<String, RegistryError> {
+        let known: [String: RegistryCredentials]
+        do { known = try credentials() } catch { return .failure(error) }
+        let mine = known[reference.host.lowercased()]
+        if let bearer = challenges.first(where: { $0.scheme == "bearer" }) {
+            return token(bearer, reference: reference, scope: scope, known: known).map { "Bearer " + $0 }
+        }
+        if challenges.contains(where: { $0.scheme == "basic" }) {
+            guard let mine else { return .failure(.unauthorized(host: reference.host, "it asks for credentials and [Registry] AuthFile has none for it")) }
+            return .success(mine.basicAuthorization)
+        }
+        return .failure(.unauthorized(host: reference.host, "no Bearer or Basic challenge in its 401 answer"))
+    }
+
+    /// Asks the challenge's realm for a token.
+    private func token(_ challenge: RegistryChallenge, reference: OCIReference, scope: String, known: [String: RegistryCredentials]) -> Result<String, RegistryError> {
+        guard let realm = challenge.parameters["realm"], var components = URLComponents(string: realm),
+              let scheme = components.scheme?.lowercased(), let realmHost = components.host else {
+            return .failure(.unauthorized(host: reference.host, "its Bearer challenge has no usable realm"))
+        }
+        let realmAuthority = (realmHost.contains(":") ? "[\(realmHost)]" : realmHost).lowercased() + (components.port.map { ":\($0)" } ?? "")
+        guard scheme == "https" || (scheme == "http" && usesPlainHTTP(realmAuthority)) else {
+            return .failure(.plainHTTPRefused(host: realmAuthority))
+        }
+        var query = components.queryItems ?? []
+        if let service = challenge.parameters["service"] { query.append(URLQueryItem(name: "service", value: service)) }
+        query.append(URLQueryItem(name: "scope", value: challenge.parameters["scope"] ?? scope))
+        components.queryItems = query
+        guard let url = components.string else { return .failure(.unauthorized(host: reference.host, "its token realm is not a URL")) }
+        // Only the realm's own entry: a registry cannot send our credentials elsewhere.
+        let credentials = known[realmAuthority]
+        var request = RegistryRequest(method: "GET", url: url, redirectProtocols: usesPlainHTTP(realmAuthority) ? "http,https" : "https")
+        if let credentials { request.headers.append("Authorization: " + credentials.basicAuthorization) }
+        switch RegistryExchange.perform(request, options: options, userAgent: userAgent) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(let response) where response.status == 401 || response.status == 403:
+            return .failure(.unauthorized(host: reference.host, credentials == nil ? "its token service wants credentials and none are configured for \(realmAuthority)"
+                                                                                     : "its token service refused the credentials"))
+        case .success(let response) where response.status != 200:
+            return .failure(.status(url: realm, response.status, "token request"))
+        case .success(let response):
+            let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+            guard let token = (object?["token"] as? String) ?? (object?["access_token"] as? String), !token.isEmpty,
+                  token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+                return .failure(.unauthorized(host: reference.host, "its token service answered without a token"))
+            }
+            return .success(token)
+        }
+    }
+
+    /// `host[:port]` of an http(s) URL, lower-cased.
+    static func authority(of url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return "" }
+        let rest = url[scheme.upperBound...]
+        return String(rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }).lowercased()
+    }
+
+    /// The `Authorization` value that last worked for `reference`'s repository, if one was needed.
+    func authorization(_ reference: OCIReference, push: Bool) -> String? {
+        tokens.get(reference.host.lowercased() + " " + Self.scope(reference, push: push))
+    }
+
+    /// Runs a blocking exchange on its own thread.
+    func run(_ request: RegistryRequest, to reference: OCIReference, push: Bool = false) async -> Result<RegistryResponse, RegistryError> {
+        await BlockingWork.run("earshot.registry") { self.send(request, to: reference, push: push) }
+    }
+}
+
+/// Authorization values that worked, by `host scope` (memory only: never stored, never logged).
+private final class TokenCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [String: String] = [:]
+
+    func get(_ key: String) -> String? { lock.withLock { values[key] } }
+    func set(_ key: String, _ value: String) { lock.withLock { values[key] = value } }
+    func remove(_ key: String) { lock.withLock { _ = values.removeValue(forKey: key) } }
+}

@@ -30,12 +30,15 @@ public final class NginxServer: @unchecked Sendable {
         public var routes: [Route]
         /// Further directives inside the `server` block, verbatim (e.g. a proxy in front of a registry).
         public var serverDirectives: String
+        /// Further directives in the `http` block, verbatim (e.g. a `limit_req_zone`).
+        public var httpDirectives: String
 
-        public init(rateLimit: String? = nil, tls: Bool = false, routes: [Route] = [], serverDirectives: String = "") {
+        public init(rateLimit: String? = nil, tls: Bool = false, routes: [Route] = [], serverDirectives: String = "", httpDirectives: String = "") {
             self.rateLimit = rateLimit
             self.tls = tls
             self.routes = routes
             self.serverDirectives = serverDirectives
+            self.httpDirectives = httpDirectives
         }
     }
 
@@ -308,6 +311,7 @@ public final class NginxServer: @unchecked Sendable {
             fastcgi_temp_path \(prefix)/tmp/fastcgi;
             uwsgi_temp_path \(prefix)/tmp/uwsgi;
             scgi_temp_path \(prefix)/tmp/scgi;
+        \(options.httpDirectives)
             server {
         \(server)    }
         }

@@ -97,6 +97,12 @@ public final class RegistryServer: @unchecked Sendable {
         requests().filter { $0.method == "GET" && $0.path.hasSuffix("/blobs/" + digest) && ($0.status == 200 || $0.status == 206) }.count
     }
 
+    /// Whether blob `digest` is in the registry's own storage (for a cache: stored, not just passed on).
+    public func stores(_ digest: String) -> Bool {
+        let hex = digest.dropFirst("sha256:".count)
+        return FileManager.default.fileExists(atPath: directory.file("data/docker/registry/v2/blobs/sha256/\(hex.prefix(2))/\(hex)/data"))
+    }
+
     // `127.0.0.1 - - [date] "GET /v2/x/blobs/sha256:… HTTP/1.1" 200 9 "" "ua"`
     private static func parse(_ line: Substring) -> Request? {
         guard !line.hasPrefix("time="), let open = line.firstIndex(of: "\"") else { return nil }

@@ -33,9 +33,9 @@ struct RegistryPublishPullTests {
 
         try fixture.removeOriginalSources()
         let daemon = try await fixture.service("daemon", catalogs: ["\(target)"])
-        daemon.startRunning()
         let refreshed = await daemon.service.refreshCatalogs()
         #expect(refreshed.map(\.outcome) == [.updated] && refreshed.first?.version == 1)
+        daemon.startRunning()
         let outcome = try await daemon.service.install([Modules.transcriber("en-US")], for: appA) { _ in }
         #expect(outcome.installed.contains { $0.hasPrefix("tx-en@") })
         let txEn = try #require(entries["tx-en"])
@@ -114,8 +114,8 @@ struct RegistryPublishPullTests {
 
         try fixture.removeOriginalSources()
         let daemon = try await fixture.service("daemon", catalogs: ["\(target)"], registry: credentials)
-        daemon.startRunning()
         #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.updated])
+        daemon.startRunning()
         let outcome = try await daemon.service.install([Modules.detector], for: appA) { _ in }
         #expect(outcome.installed.contains { $0.hasPrefix("vad@") })
         await daemon.stop()

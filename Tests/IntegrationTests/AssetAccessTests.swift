@@ -84,6 +84,7 @@ import TestSupport
                 ("gc dry run", try Frame(GCRequest(dryRun: true))),
                 ("cancel", try Frame(CancelInstallRequest(asset: "asr-en"))),
                 ("update", try Frame(UpdateRequest())),
+                ("publish", try Frame(PublishRequest(target: "oci://127.0.0.1:1/earshot/catalog:v1", dryRun: true))),
                 ("catalog refresh", try Frame(CatalogRequest(refresh: true))),
                 ("reservations of all", try Frame(ReservationsRequest(all: true))),
                 ("release another uid's reservation", try Frame(ReleaseRequest(locale: "en-US", uid: 0, appId: "org.example.root"))),

@@ -138,7 +138,7 @@ public actor AssetService {
         self.settings = settings
         self.clock = clock
         downloader = Downloader(clock: clock)
-        registry = RegistryClient(settings: settings.registry, options: settings.download)
+        registry = RegistryClient(settings: settings.registry, options: settings.download, clock: clock)
         logSink = log
         self.observer = observer
         database = try InventoryStore(directory: settings.stateDirectory)

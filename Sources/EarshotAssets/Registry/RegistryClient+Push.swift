@@ -4,9 +4,6 @@ import Glibc
 #endif
 
 extension RegistryClient {
-    /// Size of one `PATCH` of a chunked upload: what a push holds in memory at a time.
-    static let uploadChunkBytes = 8 << 20
-
     /// Whether the repository already has blob `digest` (`HEAD`).
     public func hasBlob(_ reference: OCIReference, digest: String) async throws(RegistryError) -> Bool {
         let url = base(reference) + "blobs/" + digest
@@ -18,8 +15,9 @@ extension RegistryClient {
 
     /// Uploads `size` bytes read by `read(offset, count)` as blob `digest`, in chunks
     /// (`POST`, `PATCH`…, `PUT ?digest=`). A chunk that fails is retried from where the registry
-    /// says the upload stands (`GET` on the upload's location), so a broken connection costs at
-    /// most one chunk. `progress` gets the bytes the registry has acknowledged.
+    /// says the upload stands (`GET` on the upload's location) after a backoff, so a broken
+    /// connection or a busy registry costs at most one chunk. `progress` gets the bytes the
+    /// registry has acknowledged.
     public func pushBlob(_ reference: OCIReference, digest: String, size: Int64,
                          read: @escaping @Sendable (Int64, Int) throws(RegistryError) -> [UInt8],
                          progress: @escaping @Sendable (Int64) -> Void = { _ in }) async throws(RegistryError) {
@@ -30,7 +28,7 @@ extension RegistryClient {
         var offset: Int64 = 0
         var failures = 0
         while offset < size {
-            let count = Int(min(Int64(Self.uploadChunkBytes), size - offset))
+            let count = Int(min(Int64(uploadChunkBytes), size - offset))
             let chunk = try read(offset, count)
             guard chunk.count == count else { throw .io("the file to upload ended at \(offset + Int64(chunk.count)) of \(size) bytes") }
             let request = RegistryRequest(method: "PATCH", url: location,
@@ -52,6 +50,7 @@ extension RegistryClient {
                 case .success(let response): try Self.expect(response, [202], url: location); throw .status(url: location, response.status, "")
                 }
             }
+            try? await clock.sleep(for: options.backoff(afterAttempt: failures))
             let status = try await run(RegistryRequest(method: "GET", url: location, redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
             try Self.expect(status, [204], url: location)
             location = try uploadLocation(status, reference: reference)

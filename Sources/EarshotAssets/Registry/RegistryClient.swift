@@ -25,12 +25,20 @@ public final class RegistryClient: Sendable {
     public let settings: RegistrySettings
     let options: DownloadOptions
     let userAgent: String
+    /// Size of one `PATCH` of a chunked upload: what a push holds in memory at a time.
+    let uploadChunkBytes: Int
+    /// Paces the backoff between upload attempts.
+    let clock: any ServiceClock
     private let tokens = TokenCache()
 
-    public init(settings: RegistrySettings, options: DownloadOptions, userAgent: String = "earshotd/\(EarshotVersion.string)") {
+    /// `options` gives timeouts, the CA file and attempts per upload chunk; `clock` paces the backoff.
+    public init(settings: RegistrySettings, options: DownloadOptions, userAgent: String = "earshotd/\(EarshotVersion.string)",
+                uploadChunkBytes: Int = 8 << 20, clock: any ServiceClock = SystemServiceClock()) {
         self.settings = settings
         self.options = options
         self.userAgent = userAgent
+        self.uploadChunkBytes = max(1, uploadChunkBytes)
+        self.clock = clock
     }
 
     /// Whether `authority` is reached over plain HTTP: loopback, or listed by the admin.

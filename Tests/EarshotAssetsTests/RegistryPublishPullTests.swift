@@ -88,23 +88,21 @@ struct RegistryPublishPullTests {
         await #expect(throws: RegistryError.self) { _ = try await anonymous.service.publish(to: target, assetIDs: ["vad"], dryRun: false) }
         await anonymous.stop()
 
-        let wrong = try await fixture.publisher(registry: RegistrySettings(authFile: try fixture.authFile([registry.authority: ("fleet", "wrong")])))
-        do {
-            _ = try await wrong.service.publish(to: target, assetIDs: ["vad"], dryRun: false)
-            Issue.record("wrong credentials were accepted")
-        } catch let error as RegistryError {
-            guard case .unauthorized = error else { Issue.record("expected unauthorized, got \(error)"); return }
+        for (settings, expected) in [(RegistrySettings(authFile: try fixture.authFile([registry.authority: ("fleet", "wrong")])), "unauthorized"),
+                                     (RegistrySettings(authFile: try fixture.authFile([registry.authority: ("fleet", "correct horse")], mode: 0o644)), "authFile")] {
+            let refused = try await fixture.publisher(registry: settings)
+            do {
+                _ = try await refused.service.publish(to: target, assetIDs: ["vad"], dryRun: false)
+                Issue.record("publishing with \(expected) credentials succeeded")
+            } catch let error as RegistryError {
+                switch error {
+                case .unauthorized: #expect(expected == "unauthorized", "\(error)")
+                case .authFile: #expect(expected == "authFile", "\(error)")
+                default: Issue.record("expected \(expected), got \(error)")
+                }
+            }
+            await refused.stop()
         }
-        await wrong.stop()
-
-        let readable = try await fixture.publisher(registry: RegistrySettings(authFile: try fixture.authFile([registry.authority: ("fleet", "correct horse")], mode: 0o644)))
-        do {
-            _ = try await readable.service.publish(to: target, assetIDs: ["vad"], dryRun: false)
-            Issue.record("a world-readable credentials file was used")
-        } catch let error as RegistryError {
-            guard case .authFile = error else { Issue.record("expected authFile, got \(error)"); return }
-        }
-        await readable.stop()
 
         let credentials = RegistrySettings(authFile: try fixture.authFile([registry.authority: ("fleet", "correct horse")]))
         let publisher = try await fixture.publisher(registry: credentials)

@@ -41,17 +41,15 @@ private enum DocumentOutcome: Sendable {
 /// One in-memory libcurl transfer (blocking; run on a dedicated thread).
 private final class DocumentTransfer {
     let url: String
-    let maxBytes: Int
     let options: DownloadOptions
     let userAgent: String
-    var body: [UInt8] = []
-    var overflow = false
+    let body: BoundedBody
 
     init(url: String, maxBytes: Int, options: DownloadOptions, userAgent: String) {
         self.url = url
-        self.maxBytes = maxBytes
         self.options = options
         self.userAgent = userAgent
+        body = BoundedBody(limit: maxBytes)
     }
 
     func perform(etag: String?, lastModified: String?) -> DocumentOutcome {
@@ -64,7 +62,7 @@ private final class DocumentTransfer {
         if let lastModified { headers = curl_slist_append(headers, "If-Modified-Since: \(lastModified)") }
         // curl's own reason ("Failed to connect to … : Connection refused", "Could not resolve host: …").
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let me = Unmanaged.passUnretained(self).toOpaque()
+        let sink = Unmanaged.passUnretained(body).toOpaque()
         _ = CCurl_easy_setopt_string(easy, CURLOPT_URL, url)
         _ = CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https,file")
         _ = CCurl_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
@@ -76,13 +74,13 @@ private final class DocumentTransfer {
         _ = CCurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, 120_000)
         _ = CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers)
         if let caFile = options.caFile { _ = CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile) }
-        _ = CCurl_easy_setopt_write(easy, CURLOPT_WRITEFUNCTION, documentWrite)
-        _ = CCurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+        _ = CCurl_easy_setopt_write(easy, CURLOPT_WRITEFUNCTION, BoundedBody.write)
+        _ = CCurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, sink)
         let code = errorBuffer.withUnsafeMutableBufferPointer { buffer in
             _ = CCurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer.baseAddress)
             return curl_easy_perform(easy)
         }
-        if overflow { return .failure(MirrorFailure.Reason.tooLarge) }
+        if body.overflow { return .failure(MirrorFailure.Reason.tooLarge) }
         guard code == CURLE_OK else {
             let detail = errorBuffer[0] != 0 ? errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } : String(cString: curl_easy_strerror(code))
             return .failure(MirrorFailure.Reason.curl(code: Int(code.rawValue), message: detail))
@@ -92,16 +90,7 @@ private final class DocumentTransfer {
         let isFile = url.lowercased().hasPrefix("file:")
         if status == 304 { return .document(FetchedDocument(notModified: true, body: [], etag: etag, lastModified: lastModified)) }
         guard isFile || (200..<300).contains(status) else { return .failure(MirrorFailure.Reason.httpStatus(status)) }
-        return .document(FetchedDocument(notModified: false, body: body, etag: header(easy, "ETag"), lastModified: header(easy, "Last-Modified")))
-    }
-
-    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard body.count + bytes.count <= maxBytes else {
-            overflow = true
-            return false
-        }
-        body.append(contentsOf: bytes)
-        return true
+        return .document(FetchedDocument(notModified: false, body: body.bytes, etag: header(easy, "ETag"), lastModified: header(easy, "Last-Modified")))
     }
 
     private func header(_ easy: UnsafeMutableRawPointer, _ name: String) -> String? {
@@ -109,10 +98,4 @@ private final class DocumentTransfer {
         guard curl_easy_header(easy, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK, let value = found?.pointee.value else { return nil }
         return String(cString: value)
     }
-}
-
-private let documentWrite: curl_write_callback = { data, size, count, context in
-    let transfer = Unmanaged<DocumentTransfer>.fromOpaque(context!).takeUnretainedValue()
-    let length = size * count
-    return transfer.receive(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
 }

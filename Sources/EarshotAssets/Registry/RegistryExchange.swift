@@ -33,7 +33,7 @@ enum RegistryExchange {
         CurlGlobal.ensureInitialized()
         guard let easy = curl_easy_init() else { return .failure(.transport(url: request.url, .curl(code: Int(CURLE_FAILED_INIT.rawValue), message: "curl_easy_init failed"))) }
         defer { curl_easy_cleanup(easy) }
-        let sink = ResponseSink(limit: request.maxResponseBytes)
+        let sink = BoundedBody(limit: request.maxResponseBytes)
         var headers: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headers) }
         for header in request.headers { headers = curl_slist_append(headers, header) }
@@ -53,7 +53,7 @@ enum RegistryExchange {
         _ = CCurl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.lowSpeedTime.components.seconds)))
         _ = CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers)
         if let caFile = options.caFile { _ = CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile) }
-        _ = CCurl_easy_setopt_write(easy, CURLOPT_WRITEFUNCTION, registryWrite)
+        _ = CCurl_easy_setopt_write(easy, CURLOPT_WRITEFUNCTION, BoundedBody.write)
         _ = CCurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         switch request.method {
         case "GET": break
@@ -90,30 +90,6 @@ enum RegistryExchange {
                 if index >= value.amount { break }
             }
         }
-        return .success(RegistryResponse(status: status, headers: found, body: sink.body))
+        return .success(RegistryResponse(status: status, headers: found, body: sink.bytes))
     }
-}
-
-/// Collects a response body up to a limit (on the transfer thread only).
-private final class ResponseSink {
-    let limit: Int
-    var body: [UInt8] = []
-    var overflow = false
-
-    init(limit: Int) { self.limit = limit }
-
-    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard body.count + bytes.count <= limit else {
-            overflow = true
-            return false
-        }
-        body.append(contentsOf: bytes)
-        return true
-    }
-}
-
-private let registryWrite: curl_write_callback = { data, size, count, context in
-    let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
-    let length = size * count
-    return sink.receive(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
 }

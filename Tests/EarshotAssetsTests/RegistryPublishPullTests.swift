@@ -120,4 +120,40 @@ struct RegistryPublishPullTests {
         let logged = fixture.inventory.logs.all.map(\.message).joined(separator: "\n")
         #expect(!logged.contains("correct horse") && !logged.contains(Data("fleet:correct horse".utf8).base64EncodedString()), "credentials are never logged")
     }
+
+    @Test("updates come through the registry; the same catalog republished with more assets is stored once and revalidated after")
+    func updatesThroughTheRegistry() async throws {
+        let fixture = try await RegistryFixture.make()
+        defer { fixture.remove() }
+        let registry = try await RegistryServer.start()
+        let target = try OCIReference.parse("oci://\(registry.authority)/earshot/catalog:stable")
+        let publisher = try await fixture.publisher()
+        _ = try await publisher.service.publish(to: target, assetIDs: ["vad"], dryRun: false)
+
+        let daemon = try await fixture.service("daemon", catalogs: ["\(target)"])
+        #expect(await daemon.service.refreshCatalogs().first?.version == 1)
+        daemon.startRunning()
+        _ = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+
+        // The same catalog, now with every asset: a new manifest, the same signed document.
+        _ = try await publisher.service.publish(to: target, dryRun: false)
+        #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.unchanged])
+        let manifestGets = registry.requests().filter { $0.method == "GET" && $0.path.contains("/manifests/") }.count
+        #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.unchanged])
+        #expect(registry.requests().filter { $0.method == "GET" && $0.path.contains("/manifests/") }.count == manifestGets,
+                "the new manifest's digest was remembered: the next refresh is a HEAD")
+
+        // Version 2 with a new detector: `update` (what earshot-update.timer runs) installs it from the registry.
+        let vad2 = try fixture.inventory.asset("vad", version: 2, kind: .detector, locales: [], path: try fixture.inventory.plainFile("vad2.download", StandardFiles.bytes(50_000, seed: 16)),
+                                              format: .file, files: ["model": "vad.onnx"])
+        try await fixture.inventory.publish(version: 2, try await fixture.inventory.standardAssets().filter { $0.id != "vad" } + [vad2])
+        _ = await publisher.service.refreshCatalogs()
+        _ = try await publisher.service.publish(to: target, dryRun: false)
+        try fixture.removeOriginalSources()
+        let report = await daemon.service.update(requestedBy: "timer")
+        #expect(report.updated == ["vad@1→2"], "\(report)")
+        #expect(registry.blobGets("sha256:" + vad2.sha256) == 1)
+        for handle in [publisher, daemon] { await handle.stop() }
+    }
 }
+

@@ -117,6 +117,16 @@ extension AssetService {
                 guard stored.body == document.body else {
                     throw AssetError.verificationFailed("catalog changed without raising its version (\(stored.catalog.version))")
                 }
+                // The same catalog under a new validator (republished with other assets, say):
+                // remember the validator, so the next refresh is a revalidation again.
+                if store, document.etag != stored.etag || document.lastModified != stored.lastModified {
+                    try await database.write { db in
+                        try db.execute("UPDATE catalog_sources SET etag = ?, last_modified = ? WHERE url = ?",
+                                       [document.etag.map { .text($0) } ?? .null, document.lastModified.map { .text($0) } ?? .null, .text(url)])
+                    }
+                    catalogs[url]?.etag = document.etag
+                    catalogs[url]?.lastModified = document.lastModified
+                }
                 return (CatalogRefreshResult(url: url, outcome: .unchanged, version: stored.catalog.version, message: nil), nil)
             }
             let record = StoredCatalog(url: url, catalog: verified.catalog, body: document.body, signature: document.signature,

@@ -152,6 +152,98 @@ struct RegistryHostileTests {
         await other.stop()
     }
 
+    @Test("blobs redirected to storage on another host: followed, and the registry's token stays with the registry")
+    func redirectsToStorageKeepTheToken() async throws {
+        let fixture = try await RegistryFixture.make()
+        defer { fixture.remove() }
+        let registry = try await RegistryServer.start()
+        let publisher = try await fixture.publisher()
+        let published = try await publisher.service.publish(to: try OCIReference.parse("oci://\(registry.authority)/earshot/catalog:v1"), assetIDs: ["vad"], dryRun: false)
+        await publisher.stop()
+        // Storage answers 418 to any request carrying an Authorization header.
+        let storage = try await NginxServer.start(NginxServer.Options(serverDirectives: """
+                    location /blobs/ {
+                        if ($http_authorization != "") { return 418; }
+                    }
+
+            """))
+        let catalog = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath)))
+        let signature = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath + ".minisig")))
+        for bytes in [catalog, signature, StandardFiles.vad] { try storage.put("blobs/" + CatalogArtifact.digest(of: bytes), bytes) }
+        #expect(Set(published.blobs.filter { $0.name != "config" }.map(\.digest)) == Set([catalog, signature, StandardFiles.vad].map { CatalogArtifact.digest(of: $0) }))
+        let front = try await NginxServer.start(NginxServer.Options(serverDirectives: """
+                    location = /token { default_type application/json; return 200 '{"token": "registry-token"}'; }
+                    location ~ ^/v2/earshot/catalog/blobs/(sha256:[0-9a-f]+)$ {
+                        if ($http_authorization != "Bearer registry-token") {
+                            add_header WWW-Authenticate 'Bearer realm="http://127.0.0.1:$server_port/token",service="earshot-test"' always;
+                            return 401;
+                        }
+                        return 307 \(storage.baseURL)/blobs/$1;
+                    }
+                    location /v2/ { proxy_pass \(registry.baseURL); proxy_set_header Host $http_host; }
+
+            """))
+        try fixture.removeOriginalSources()
+        let daemon = try await fixture.service("daemon", catalogs: ["oci://127.0.0.1:\(front.port)/earshot/catalog:v1"], download: .hostile)
+        let refreshed = await daemon.service.refreshCatalogs()
+        #expect(refreshed.map(\.outcome) == [.updated], "\(refreshed)")
+        daemon.startRunning()
+        let outcome = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+        #expect(outcome.installed.contains { $0.hasPrefix("vad@") })
+        await daemon.stop()
+        let served = storage.accessLog().filter { $0.method == "GET" }
+        #expect(served.count == 3 && served.allSatisfy { $0.status == 200 }, "catalog, signature and asset came from storage without the token: \(served)")
+    }
+
+    @Test("TLS: a registry is verified against [Download] CAFile; a failed verification is an error, never a step down to plain HTTP")
+    func tlsWithTheAdminsCA() async throws {
+        let fixture = try await RegistryFixture.make()
+        defer { fixture.remove() }
+        let registry = try await RegistryServer.start()
+        let front = try await NginxServer.start(NginxServer.Options(tls: true, serverDirectives: """
+                    location /v2/ {
+                        client_max_body_size 0;
+                        proxy_pass \(registry.baseURL);
+                        proxy_set_header Host $http_host;
+                        proxy_set_header X-Forwarded-Proto https;
+                    }
+
+            """))
+        let source = "oci://127.0.0.1:\(front.port)/earshot/catalog:v1"
+        let trusting = DownloadOptions.hostile.withCA(front.caFile)
+        let publisher = try await fixture.service("publisher", catalogs: [fixture.inventory.catalogURL], download: trusting)
+        _ = await publisher.service.refreshCatalogs()
+        _ = try await publisher.service.publish(to: try OCIReference.parse(source), assetIDs: ["vad"], dryRun: false)
+        await publisher.stop()
+
+        // Behind a TLS front that does not say so, the registry's upload locations are plain
+        // HTTP: the upload stops rather than continue in the clear.
+        let careless = try await NginxServer.start(NginxServer.Options(tls: true, serverDirectives: """
+                    location /v2/ {
+                        client_max_body_size 0;
+                        proxy_pass \(registry.baseURL);
+                        proxy_set_header Host $http_host;
+                    }
+
+            """))
+        let refusing = try await fixture.service("careless", catalogs: [fixture.inventory.catalogURL], download: trusting.withCA(careless.caFile))
+        _ = await refusing.service.refreshCatalogs()
+        do {
+            _ = try await refusing.service.publish(to: try OCIReference.parse("oci://127.0.0.1:\(careless.port)/earshot/other:v1"), assetIDs: ["vad"], dryRun: false)
+            Issue.record("an upload went on over plain HTTP")
+        } catch let error as RegistryError {
+            guard case .plainHTTPRefused = error else { Issue.record("expected plainHTTPRefused, got \(error)"); return }
+        }
+        await refusing.stop()
+
+        let untrusting = try await refresh(fixture, source)
+        #expect(untrusting.outcome == .failed && untrusting.message?.contains("certificate") == true, "\(untrusting)")
+        let daemon = try await fixture.service("daemon", catalogs: [source], download: trusting)
+        #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.updated])
+        await daemon.stop()
+        #expect(front.accessLog().contains { $0.path.hasPrefix("/v2/earshot/catalog/blobs/") && $0.status == 200 }, "served over TLS")
+    }
+
     @Test("a chunked upload refused mid-way by a busy registry goes on from where the registry says it stands")
     func chunkedUploadResumes() async throws {
         let registry = try await RegistryServer.start()
@@ -200,6 +292,13 @@ final class ProgressValues: @unchecked Sendable {
 }
 
 extension DownloadOptions {
+    /// These options trusting `caFile` instead of the system's CAs.
+    func withCA(_ caFile: String?) -> DownloadOptions {
+        var options = self
+        options.caFile = caFile
+        return options
+    }
+
     /// One attempt, short timeouts: a hostile registry's refusal is final, so tests need no backoff.
     static var hostile: DownloadOptions {
         DownloadOptions(maxAttemptsPerMirror: 1, backoffBase: .milliseconds(10), connectTimeout: .seconds(5), lowSpeedTime: .seconds(10))

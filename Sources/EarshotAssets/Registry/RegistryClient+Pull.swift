@@ -13,7 +13,7 @@ extension RegistryClient {
     /// The manifest's digest as the registry reports it (`HEAD`, `Docker-Content-Digest`); nil
     /// when it sends none. A `HEAD` is not a pull, so registries that meter pulls do not count it.
     public func manifestDigest(_ reference: OCIReference) async throws(RegistryError) -> String? {
-        let url = base(reference) + "manifests/" + reference.selectorText
+        let url = await base(reference) + "manifests/" + reference.selectorText
         let response = try await run(RegistryRequest(method: "HEAD", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
                                                      redirectProtocols: redirectProtocols(reference)), to: reference).get()
         try Self.expect(response, [200], url: url)
@@ -27,7 +27,7 @@ extension RegistryClient {
             if case .digest(let pinned) = reference.selector, pinned == knownDigest { return nil }
             if let current = try await manifestDigest(reference), current == knownDigest { return nil }
         }
-        let url = base(reference) + "manifests/" + reference.selectorText
+        let url = await base(reference) + "manifests/" + reference.selectorText
         let response = try await run(RegistryRequest(method: "GET", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
                                                      maxResponseBytes: CatalogArtifact.maxManifestBytes, redirectProtocols: redirectProtocols(reference)),
                                      to: reference).get()
@@ -51,7 +51,7 @@ extension RegistryClient {
 
     /// A small blob in memory, refused unless it has exactly the descriptor's size and digest.
     func blob(_ reference: OCIReference, _ descriptor: OCIDescriptor) async throws(RegistryError) -> [UInt8] {
-        let url = base(reference) + "blobs/" + descriptor.digest
+        let url = await base(reference) + "blobs/" + descriptor.digest
         let response = try await run(RegistryRequest(method: "GET", url: url, maxResponseBytes: Int(descriptor.size),
                                                      redirectProtocols: redirectProtocols(reference)), to: reference).get()
         try Self.expect(response, [200], url: url)
@@ -67,7 +67,7 @@ extension RegistryClient {
     /// `reference`'s repository with the ``Downloader``: a `HEAD` first answers any challenge and
     /// confirms the registry has it.
     public func blobMirror(_ reference: OCIReference, digest: String) async throws(RegistryError) -> (url: String, access: MirrorAccess) {
-        let url = base(reference) + "blobs/" + digest
+        let url = await base(reference) + "blobs/" + digest
         let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirectProtocols(reference)), to: reference).get()
         try Self.expect(response, [200], url: url)
         let headers = authorization(reference, push: false).map { ["Authorization: " + $0] } ?? []

@@ -6,7 +6,7 @@ import Glibc
 extension RegistryClient {
     /// Whether the repository already has blob `digest` (`HEAD`).
     public func hasBlob(_ reference: OCIReference, digest: String) async throws(RegistryError) -> Bool {
-        let url = base(reference) + "blobs/" + digest
+        let url = await base(reference) + "blobs/" + digest
         let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
         if response.status == 404 { return false }
         try Self.expect(response, [200], url: url)
@@ -21,10 +21,10 @@ extension RegistryClient {
     public func pushBlob(_ reference: OCIReference, digest: String, size: Int64,
                          read: @escaping @Sendable (Int64, Int) throws(RegistryError) -> [UInt8],
                          progress: @escaping @Sendable (Int64) -> Void = { _ in }) async throws(RegistryError) {
-        let start = base(reference) + "blobs/uploads/"
+        let start = await base(reference) + "blobs/uploads/"
         let opened = try await run(RegistryRequest(method: "POST", url: start, body: [], redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
         try Self.expect(opened, [202], url: start)
-        var location = try uploadLocation(opened, reference: reference)
+        var location = try uploadLocation(opened, reference: reference, base: start)
         var offset: Int64 = 0
         var failures = 0
         while offset < size {
@@ -36,7 +36,7 @@ extension RegistryClient {
                                           body: chunk, redirectProtocols: redirectProtocols(reference))
             let sent = await run(request, to: reference, push: true)
             if case .success(let response) = sent, response.status == 202 {
-                location = try uploadLocation(response, reference: reference)
+                location = try uploadLocation(response, reference: reference, base: start)
                 offset += Int64(count)
                 failures = 0
                 progress(offset)
@@ -53,7 +53,7 @@ extension RegistryClient {
             try? await clock.sleep(for: options.backoff(afterAttempt: failures))
             let status = try await run(RegistryRequest(method: "GET", url: location, redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
             try Self.expect(status, [204], url: location)
-            location = try uploadLocation(status, reference: reference)
+            location = try uploadLocation(status, reference: reference, base: start)
             offset = Self.uploadedBytes(status.header("range"))
         }
         let separator = location.contains("?") ? "&" : "?"
@@ -75,7 +75,7 @@ extension RegistryClient {
 
     /// Writes `manifest` under `reference`'s tag; returns its digest, checked against the registry's.
     public func pushManifest(_ reference: OCIReference, _ manifest: [UInt8]) async throws(RegistryError) -> String {
-        let url = base(reference) + "manifests/" + reference.selectorText
+        let url = await base(reference) + "manifests/" + reference.selectorText
         let response = try await run(RegistryRequest(method: "PUT", url: url, headers: ["Content-Type: " + CatalogArtifact.manifestMediaType], body: manifest,
                                                      redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
         try Self.expect(response, [201], url: url)
@@ -105,12 +105,18 @@ extension RegistryClient {
     }
 
     /// The upload's next URL from a `Location` header (relative ones resolved against the registry).
-    private func uploadLocation(_ response: RegistryResponse, reference: OCIReference) throws(RegistryError) -> String {
+    private func uploadLocation(_ response: RegistryResponse, reference: OCIReference, base: String) throws(RegistryError) -> String {
         guard let location = response.header("location"), !location.isEmpty else {
-            throw .status(url: base(reference), response.status, "an upload answer without a Location")
+            throw .status(url: "\(reference)", response.status, "an upload answer without a Location")
         }
-        if location.hasPrefix("http://") || location.hasPrefix("https://") { return location }
-        return "\(usesPlainHTTP(reference.host) ? "http" : "https")://\(reference.host)" + (location.hasPrefix("/") ? "" : "/") + location
+        if location.hasPrefix("https://") { return location }
+        if location.hasPrefix("http://") {
+            // An upload begun over TLS must not continue in the clear.
+            guard base.hasPrefix("http:") else { throw .plainHTTPRefused(host: Self.authority(of: location)) }
+            return location
+        }
+        let origin = base.prefix { $0 != ":" } + "://" + reference.host
+        return origin + (location.hasPrefix("/") ? "" : "/") + location
     }
 
     /// `Range: 0-N` → N + 1 bytes stored; none → 0.

@@ -29,7 +29,9 @@ public final class RegistryClient: Sendable {
     let uploadChunkBytes: Int
     /// Paces the backoff between upload attempts.
     let clock: any ServiceClock
-    private let tokens = TokenCache()
+    private let tokens = LockedValues()
+    /// `http` or `https` for each host allowed plain HTTP, once asked.
+    private let schemes = LockedValues()
 
     /// `options` gives timeouts, the CA file and attempts per upload chunk; `clock` paces the backoff.
     public init(settings: RegistrySettings, options: DownloadOptions, userAgent: String = "earshotd/\(EarshotVersion.string)",
@@ -48,9 +50,30 @@ public final class RegistryClient: Sendable {
         return settings.plainHTTPHosts.contains { $0.lowercased() == authority.lowercased() || $0.lowercased() == name }
     }
 
-    /// `http(s)://host[:port]/v2/<repository>/`.
-    func base(_ reference: OCIReference) -> String {
-        "\(usesPlainHTTP(reference.host) ? "http" : "https")://\(reference.host)/v2/\(reference.repository)/"
+    /// `https://host[:port]/v2/<repository>/`, or `http://` for a host allowed plain HTTP
+    /// (loopback, `[Registry] PlainHTTPHosts`) that does not speak TLS.
+    func base(_ reference: OCIReference) async -> String {
+        "\(await scheme(reference.host))://\(reference.host)/v2/\(reference.repository)/"
+    }
+
+    /// HTTPS, unless `authority` may go without TLS and its `/v2/` answers a TLS handshake with
+    /// plain HTTP (asked once per daemon run, as Docker does for insecure registries). A failed
+    /// certificate check is never a reason to drop TLS.
+    func scheme(_ authority: String) async -> String {
+        guard usesPlainHTTP(authority) else { return "https" }
+        if let known = schemes.get(authority) { return known }
+        let probe = RegistryRequest(method: "GET", url: "https://\(authority)/v2/")
+        let outcome = await BlockingWork.run("earshot.registry") { [options, userAgent] in RegistryExchange.perform(probe, options: options, userAgent: userAgent) }
+        switch outcome {
+        case .success:
+            schemes.set(authority, "https")
+            return "https"
+        case .failure(.transport(_, .curl(code: 35, _))): // CURLE_SSL_CONNECT_ERROR: no TLS there
+            schemes.set(authority, "http")
+            return "http"
+        case .failure:
+            return "https" // unreachable now: ask again next time
+        }
     }
 
     func redirectProtocols(_ reference: OCIReference) -> String { usesPlainHTTP(reference.host) ? "http,https" : "https" }
@@ -165,8 +188,9 @@ public final class RegistryClient: Sendable {
     }
 }
 
-/// Authorization values that worked, by `host scope` (memory only: never stored, never logged).
-private final class TokenCache: @unchecked Sendable {
+/// Strings by key behind a lock: authorization values that worked, by `host scope` (memory only:
+/// never stored, never logged), and the scheme of each plain-HTTP-allowed host.
+private final class LockedValues: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: String] = [:]
 

@@ -15,7 +15,8 @@ public enum RegistryError: Error, Sendable, Hashable, CustomStringConvertible {
     case notACatalog(String)
     /// The credentials file cannot be used; the text says why (ownership, mode, JSON).
     case authFile(path: String, String)
-    /// Plain HTTP to a host that is neither loopback nor listed in `[Registry] PlainHTTPHosts`.
+    /// Plain HTTP to a host that is neither loopback nor listed in `[Registry] PlainHTTPHosts`,
+    /// or an HTTPS registry's upload sent on to a plain-HTTP location.
     case plainHTTPRefused(host: String)
     /// Reading the local file to upload failed.
     case io(String)
@@ -35,7 +36,7 @@ public enum RegistryError: Error, Sendable, Hashable, CustomStringConvertible {
         case .mismatch(let what): "registry content does not verify: \(what)"
         case .notACatalog(let why): "not an Earshot catalog artifact: \(why)"
         case .authFile(let path, let why): "registry credentials file \(path): \(why)"
-        case .plainHTTPRefused(let host): "plain HTTP to \(host) is refused: only loopback and the hosts in [Registry] PlainHTTPHosts may go without TLS"
+        case .plainHTTPRefused(let host): "plain HTTP to \(host) is refused: only loopback and the hosts in [Registry] PlainHTTPHosts may go without TLS, and never after TLS"
         case .io(let what): what
         }
     }

@@ -86,6 +86,31 @@ struct RegistryHostileTests {
         #expect(loop.outcome == .failed && loop.message?.lowercased().contains("redirect") == true, "\(loop)")
     }
 
+    @Test("a registry serving corrupt asset bytes: the install goes on from the catalog's own URL, and the bytes are not installed")
+    func corruptAssetBlobFallsBackToTheNextMirror() async throws {
+        let fixture = try await RegistryFixture.make()
+        defer { fixture.remove() }
+        let nginx = try await NginxServer.start()
+        let catalog = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath)))
+        let signature = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath + ".minisig")))
+        _ = try serve(nginx, repository: "corrupt", catalog: catalog, signature: signature)
+        let vad = try #require(try await fixture.entries()["vad"])
+        var corrupt = StandardFiles.vad
+        corrupt[100] ^= 0xff
+        try nginx.put("v2/corrupt/blobs/sha256:\(vad.sha256)", corrupt)
+
+        let daemon = try await fixture.service("daemon", catalogs: ["oci://127.0.0.1:\(nginx.port)/corrupt:v1"], download: .hostile)
+        #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.updated])
+        daemon.startRunning()
+        let outcome = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+        #expect(outcome.installed.contains("vad@1"))
+        let installed = try #require(try await daemon.service.installedAssets().first { $0.key == "vad@1" })
+        #expect(FileManager.default.contents(atPath: installed.path + "/vad.onnx").map(Array.init) == StandardFiles.vad)
+        await daemon.stop()
+        #expect(nginx.accessLog().contains { $0.method == "GET" && $0.path.hasSuffix(vad.sha256) && $0.status == 200 }, "the registry was tried first")
+        #expect(fixture.inventory.logs.warnings.contains { $0.message.contains("trying the next mirror") })
+    }
+
     @Test("bearer tokens: the realm is asked with the registry's credentials, and a realm on another host never gets them")
     func bearerTokenFlow() async throws {
         let fixture = try await RegistryFixture.make()

@@ -205,28 +205,43 @@ extension AssetService {
         try checkSpace(entry, download: download)
         job.publish(.downloading, bytesDone: Self.fileSize(download) ?? 0)
         try await pause(at: .downloading)
-        if Self.fileSize(download) != entry.size {
-            var options = settings.download
-            options.maxBytesPerSecond = job.bandwidthLimit ?? options.maxBytesPerSecond
-            let mirrors = await mirrors(for: entry)
-            let request = DownloadRequest(urls: mirrors.urls, destination: download, expectedSize: entry.size, options: options, access: mirrors.access)
-            do {
-                let fetched = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, cancellation: job.cancellation)
-                observer?.downloaded(bytes: fetched.bytesTransferred)
-            } catch {
-                throw Self.map(error, asset: entry)
+        // A mirror whose bytes fail verification is left out and the next one tried: a corrupt
+        // cache or registry must not block what the catalog's other sources serve intact.
+        var refused: [String] = []
+        while true {
+            var served: String?
+            var remaining = 0
+            if Self.fileSize(download) != entry.size {
+                var options = settings.download
+                options.maxBytesPerSecond = job.bandwidthLimit ?? options.maxBytesPerSecond
+                var mirrors = await mirrors(for: entry)
+                mirrors.urls.removeAll { refused.contains($0) }
+                let request = DownloadRequest(urls: mirrors.urls, destination: download, expectedSize: entry.size, options: options, access: mirrors.access)
+                do {
+                    let fetched = try await downloader.download(request, progress: { job.publish(.downloading, bytesDone: $0.bytesDone) }, cancellation: job.cancellation)
+                    observer?.downloaded(bytes: fetched.bytesTransferred)
+                    served = fetched.url
+                    remaining = mirrors.urls.count - 1 - (mirrors.urls.firstIndex(of: fetched.url) ?? 0)
+                } catch {
+                    throw Self.map(error, asset: entry)
+                }
             }
-        }
-        try checkCancelled(job)
+            try checkCancelled(job)
 
-        // Verify size and SHA-256.
-        job.publish(.verifying, bytesDone: entry.size)
-        try await pause(at: .verifying)
-        let digest = try await BlockingWork.run("earshot.verify") { try FileDigest.sha256(path: download) }
-        guard Self.fileSize(download) == entry.size, digest == entry.sha256 else {
+            // Verify size and SHA-256.
+            job.publish(.verifying, bytesDone: entry.size)
+            try await pause(at: .verifying)
+            let digest = try await BlockingWork.run("earshot.verify") { try FileDigest.sha256(path: download) }
+            if Self.fileSize(download) == entry.size, digest == entry.sha256 { break }
             Self.removeDownload(download)
             observer?.verificationFailed(.hash)
             let reason = "downloaded file does not match the catalog's size and SHA-256 (got \(digest))"
+            if let served, remaining > 0 {
+                refused.append(served)
+                log("\(entry.id)@\(entry.version) from \(served): \(reason); trying the next mirror", .warning,
+                    ["asset": entry.id, "to_version": "\(entry.version)", "source": served, "reason": reason])
+                continue
+            }
             try await recordBadDownload(entry, reason: reason)
             throw AssetError.verificationFailed("\(entry.id)@\(entry.version): \(reason)")
         }

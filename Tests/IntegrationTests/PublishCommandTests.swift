@@ -25,6 +25,10 @@ import TestSupport
                 #expect(refused.status == 64, "\(wrong): \(refused.stderr)")
             }
 
+            // A registry that cannot be reached: exit 1 with the reason.
+            let unreachable = try await ctl(["publish", "oci://127.0.0.1:1/earshot/catalog:v1"], daemon)
+            #expect(unreachable.status == 1 && unreachable.stderr.contains("127.0.0.1:1"), "\(unreachable.stderr)")
+
             let dry = try await ctl(["publish", target, "--dry-run"], daemon)
             #expect(dry.status == 0 && dry.stdout.contains("would publish catalog version 1"), "\(dry.stdout)\(dry.stderr)")
             #expect(!registry.requests().contains { ["PUT", "PATCH", "POST"].contains($0.method) }, "a dry run uploads nothing")

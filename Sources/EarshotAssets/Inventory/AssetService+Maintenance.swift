@@ -169,6 +169,7 @@ extension AssetService {
         }
         // Running jobs last, after every await: a job started meanwhile is seen.
         keeping.formUnion(jobs.values.map(\.entry.sha256))
+        keeping.formUnion(publishing)
         let directory = settings.downloadsDirectory
         let needed = keeping
         let sweep = await BlockingWork.run("earshot.gc.downloads") {

@@ -40,8 +40,15 @@ extension AssetService {
                 blobs.append(PublishedBlob(name: name, digest: digest, size: entry.size, action: .wouldPush))
                 continue
             }
-            let file = try await publishableFile(entry, progress: progress)
-            defer { Self.removeDownload(file) }
+            // In the download cache under its own name, kept from GC while the publish runs.
+            let cached = "publish-" + entry.sha256
+            let file = settings.downloadsDirectory + "/" + cached
+            publishing.insert(cached)
+            defer {
+                publishing.remove(cached)
+                Self.removeDownload(file)
+            }
+            try await fetchVerified(entry, into: file, progress: progress)
             try await registry.pushBlob(target, digest: digest, size: entry.size, read: RegistryClient.fileReader(file)) { done in
                 progress(InstallProgress(id: nil, asset: entry.id, version: entry.version, phase: .uploading, bytesDone: done, bytesTotal: entry.size))
             }
@@ -83,10 +90,9 @@ extension AssetService {
         return available[0]
     }
 
-    /// A verified copy of `entry`'s download in the cache (fetched from its mirrors when missing);
-    /// the caller removes it after the upload.
-    private func publishableFile(_ entry: CatalogAsset, progress: @escaping @Sendable (InstallProgress) -> Void) async throws -> String {
-        let file = settings.downloadsDirectory + "/publish-" + entry.sha256
+    /// Makes `file` a verified copy of `entry`'s download (fetched from its mirrors when missing
+    /// or partial); the caller removes it after the upload.
+    private func fetchVerified(_ entry: CatalogAsset, into file: String, progress: @escaping @Sendable (InstallProgress) -> Void) async throws {
         if Self.fileSize(file) != entry.size {
             let mirrors = await mirrors(for: entry)
             let request = DownloadRequest(urls: mirrors.urls, destination: file, expectedSize: entry.size, options: settings.download, access: mirrors.access)
@@ -104,6 +110,5 @@ extension AssetService {
             Self.removeDownload(file)
             throw AssetError.verificationFailed("\(entry.id)@\(entry.version): the download does not match the catalog's size and SHA-256 (got \(digest)); nothing was pushed")
         }
-        return file
     }
 }

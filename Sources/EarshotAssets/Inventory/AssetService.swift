@@ -116,6 +116,8 @@ public actor AssetService {
     var catalogs: [String: StoredCatalog] = [:]
     var trustedKeys: [MinisignPublicKey] = []
     var jobs: [String: InstallJob] = [:]
+    /// Download-cache names of the files a running `publish` is fetching or uploading (kept by GC).
+    var publishing: Set<String> = []
     var leases: [String: Int] = [:]
     /// Uses not written to the state database yet (a write under way, or refused by a full disk): ``DeferredUses``.
     var deferredUses = DeferredUses()

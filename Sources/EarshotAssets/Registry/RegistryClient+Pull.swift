@@ -14,8 +14,9 @@ extension RegistryClient {
     /// when it sends none. A `HEAD` is not a pull, so registries that meter pulls do not count it.
     public func manifestDigest(_ reference: OCIReference) async throws(RegistryError) -> String? {
         let url = await base(reference) + "manifests/" + reference.selectorText
+        let redirects = await redirectProtocols(reference)
         let response = try await run(RegistryRequest(method: "HEAD", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
-                                                     redirectProtocols: redirectProtocols(reference)), to: reference).get()
+                                                     redirectProtocols: redirects), to: reference).get()
         try Self.expect(response, [200], url: url)
         return response.header("docker-content-digest").flatMap { OCIReference.isValidDigest($0) ? $0 : nil }
     }
@@ -28,8 +29,9 @@ extension RegistryClient {
             if let current = try await manifestDigest(reference), current == knownDigest { return nil }
         }
         let url = await base(reference) + "manifests/" + reference.selectorText
+        let redirects = await redirectProtocols(reference)
         let response = try await run(RegistryRequest(method: "GET", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
-                                                     maxResponseBytes: CatalogArtifact.maxManifestBytes, redirectProtocols: redirectProtocols(reference)),
+                                                     maxResponseBytes: CatalogArtifact.maxManifestBytes, redirectProtocols: redirects),
                                      to: reference).get()
         try Self.expect(response, [200], url: url)
         let digest = CatalogArtifact.digest(of: response.body)
@@ -52,8 +54,9 @@ extension RegistryClient {
     /// A small blob in memory, refused unless it has exactly the descriptor's size and digest.
     func blob(_ reference: OCIReference, _ descriptor: OCIDescriptor) async throws(RegistryError) -> [UInt8] {
         let url = await base(reference) + "blobs/" + descriptor.digest
+        let redirects = await redirectProtocols(reference)
         let response = try await run(RegistryRequest(method: "GET", url: url, maxResponseBytes: Int(descriptor.size),
-                                                     redirectProtocols: redirectProtocols(reference)), to: reference).get()
+                                                     redirectProtocols: redirects), to: reference).get()
         try Self.expect(response, [200], url: url)
         guard Int64(response.body.count) == descriptor.size else {
             throw .mismatch("blob \(descriptor.digest) is \(response.body.count) bytes, the manifest says \(descriptor.size)")
@@ -68,10 +71,11 @@ extension RegistryClient {
     /// confirms the registry has it.
     public func blobMirror(_ reference: OCIReference, digest: String) async throws(RegistryError) -> (url: String, access: MirrorAccess) {
         let url = await base(reference) + "blobs/" + digest
-        let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirectProtocols(reference)), to: reference).get()
+        let redirects = await redirectProtocols(reference)
+        let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirects), to: reference).get()
         try Self.expect(response, [200], url: url)
         let headers = authorization(reference, push: false).map { ["Authorization: " + $0] } ?? []
-        return (url, MirrorAccess(headers: headers, redirectProtocols: redirectProtocols(reference)))
+        return (url, MirrorAccess(headers: headers, redirectProtocols: redirects))
     }
 
     /// Throws unless the response's status is one of `accepted`.

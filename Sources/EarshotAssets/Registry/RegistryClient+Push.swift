@@ -7,7 +7,8 @@ extension RegistryClient {
     /// Whether the repository already has blob `digest` (`HEAD`).
     public func hasBlob(_ reference: OCIReference, digest: String) async throws(RegistryError) -> Bool {
         let url = await base(reference) + "blobs/" + digest
-        let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+        let redirects = await redirectProtocols(reference)
+        let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirects), to: reference, push: true).get()
         if response.status == 404 { return false }
         try Self.expect(response, [200], url: url)
         return true
@@ -22,7 +23,8 @@ extension RegistryClient {
                          read: @escaping @Sendable (Int64, Int) throws(RegistryError) -> [UInt8],
                          progress: @escaping @Sendable (Int64) -> Void = { _ in }) async throws(RegistryError) {
         let start = await base(reference) + "blobs/uploads/"
-        let opened = try await run(RegistryRequest(method: "POST", url: start, body: [], redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+        let redirects = await redirectProtocols(reference)
+        let opened = try await run(RegistryRequest(method: "POST", url: start, body: [], redirectProtocols: redirects), to: reference, push: true).get()
         try Self.expect(opened, [202], url: start)
         var location = try uploadLocation(opened, reference: reference, base: start)
         var offset: Int64 = 0
@@ -33,7 +35,7 @@ extension RegistryClient {
             guard chunk.count == count else { throw .io("the file to upload ended at \(offset + Int64(chunk.count)) of \(size) bytes") }
             let request = RegistryRequest(method: "PATCH", url: location,
                                           headers: ["Content-Type: application/octet-stream", "Content-Range: \(offset)-\(offset + Int64(count) - 1)"],
-                                          body: chunk, redirectProtocols: redirectProtocols(reference))
+                                          body: chunk, redirectProtocols: redirects)
             let sent = await run(request, to: reference, push: true)
             if case .success(let response) = sent, response.status == 202 {
                 location = try uploadLocation(response, reference: reference, base: start)
@@ -51,7 +53,7 @@ extension RegistryClient {
                 }
             }
             try? await clock.sleep(for: options.backoff(afterAttempt: failures))
-            let status = try await run(RegistryRequest(method: "GET", url: location, redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+            let status = try await run(RegistryRequest(method: "GET", url: location, redirectProtocols: redirects), to: reference, push: true).get()
             try Self.expect(status, [204], url: location)
             location = try uploadLocation(status, reference: reference, base: start)
             offset = Self.uploadedBytes(status.header("range"))
@@ -59,7 +61,7 @@ extension RegistryClient {
         let separator = location.contains("?") ? "&" : "?"
         let finish = location + separator + "digest=" + digest
         let closed = try await run(RegistryRequest(method: "PUT", url: finish, headers: ["Content-Type: application/octet-stream"], body: [],
-                                                   redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+                                                   redirectProtocols: redirects), to: reference, push: true).get()
         try Self.expect(closed, [201], url: location)
     }
 
@@ -76,8 +78,9 @@ extension RegistryClient {
     /// Writes `manifest` under `reference`'s tag; returns its digest, checked against the registry's.
     public func pushManifest(_ reference: OCIReference, _ manifest: [UInt8]) async throws(RegistryError) -> String {
         let url = await base(reference) + "manifests/" + reference.selectorText
+        let redirects = await redirectProtocols(reference)
         let response = try await run(RegistryRequest(method: "PUT", url: url, headers: ["Content-Type: " + CatalogArtifact.manifestMediaType], body: manifest,
-                                                     redirectProtocols: redirectProtocols(reference)), to: reference, push: true).get()
+                                                     redirectProtocols: redirects), to: reference, push: true).get()
         try Self.expect(response, [201], url: url)
         let digest = CatalogArtifact.digest(of: manifest)
         if let announced = response.header("docker-content-digest"), announced != digest {

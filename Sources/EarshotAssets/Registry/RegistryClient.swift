@@ -6,8 +6,8 @@ import Foundation
 public struct RegistrySettings: Sendable, Hashable {
     /// `[Registry] AuthFile`: credentials in the `auths` format of `~/.docker/config.json`; nil: anonymous.
     public var authFile: String?
-    /// `[Registry] PlainHTTPHosts`: authorities (`host` or `host:port`) reached over plain HTTP
-    /// besides loopback, which always is.
+    /// `[Registry] PlainHTTPHosts`: authorities (`host` or `host:port`) that, besides loopback,
+    /// may be reached over plain HTTP when they do not speak TLS.
     public var plainHTTPHosts: [String]
 
     public init(authFile: String? = nil, plainHTTPHosts: [String] = []) {
@@ -43,7 +43,7 @@ public final class RegistryClient: Sendable {
         self.clock = clock
     }
 
-    /// Whether `authority` is reached over plain HTTP: loopback, or listed by the admin.
+    /// Whether `authority` may be reached over plain HTTP: loopback, or listed by the admin.
     public func usesPlainHTTP(_ authority: String) -> Bool {
         let name = OCIReference.hostName(of: authority)
         if name == "localhost" || name == "::1" || name.hasPrefix("127.") { return true }
@@ -76,7 +76,10 @@ public final class RegistryClient: Sendable {
         }
     }
 
-    func redirectProtocols(_ reference: OCIReference) -> String { usesPlainHTTP(reference.host) ? "http,https" : "https" }
+    /// What redirects from `reference`'s registry may switch to: HTTPS only, once it speaks TLS.
+    func redirectProtocols(_ reference: OCIReference) async -> String {
+        await scheme(reference.host) == "https" ? "https" : "http,https"
+    }
 
     static func scope(_ reference: OCIReference, push: Bool) -> String { "repository:\(reference.repository):\(push ? "pull,push" : "pull")" }
 

@@ -220,6 +220,57 @@ struct RegistryHostileTests {
         #expect(served.count == 3 && served.allSatisfy { $0.status == 200 }, "catalog, signature and asset came from storage without the token: \(served)")
     }
 
+    @Test("a token that expires during a long download: the resume gets a fresh one and goes on where it stopped")
+    func expiredTokenMidDownload() async throws {
+        let fixture = try await RegistryFixture.make()
+        defer { fixture.remove() }
+        let registry = try await RegistryServer.start()
+        let archive = try await fixture.inventory.tarGz("tx-big", ["model.onnx": NginxServer.seededBytes(count: 3 << 20, seed: 11)])
+        let big = try fixture.inventory.asset("tx-big", locales: ["it-IT"], path: archive, files: ["model": "model.onnx"])
+        try await fixture.inventory.publish(version: 2, try await fixture.inventory.standardAssets() + [big])
+        let publisher = try await fixture.publisher()
+        _ = try await publisher.service.publish(to: try OCIReference.parse("oci://\(registry.authority)/earshot/catalog:v1"), assetIDs: ["tx-big"], dryRun: false)
+        await publisher.stop()
+        try fixture.removeOriginalSources()
+        // The token service hands out token-a until the test "expires" it, token-b after.
+        let expired = fixture.inventory.directory.file("expired")
+        let front = try await NginxServer.start(NginxServer.Options(rateLimit: "1m", serverDirectives: """
+                    location = /token {
+                        default_type application/json;
+                        if (-f \(expired)) { return 200 '{"token": "token-b"}'; }
+                        return 200 '{"token": "token-a"}';
+                    }
+                    location /v2/ {
+                        set $valid "Bearer token-a";
+                        if (-f \(expired)) { set $valid "Bearer token-b"; }
+                        if ($http_authorization != $valid) {
+                            add_header WWW-Authenticate 'Bearer realm="http://127.0.0.1:$server_port/token",service="earshot-test"' always;
+                            return 401;
+                        }
+                        proxy_pass \(registry.baseURL);
+                        proxy_set_header Host $http_host;
+                    }
+
+            """))
+        var options = DownloadOptions.hostile
+        options.maxAttemptsPerMirror = 2
+        let daemon = try await fixture.service("daemon", catalogs: ["oci://127.0.0.1:\(front.port)/earshot/catalog:v1"], download: options)
+        #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.updated])
+        daemon.startRunning()
+        let progress = ProgressLog()
+        let install = Task { try await daemon.service.install([Modules.transcriber("it-IT")], for: appA, progress: progress.record) }
+        #expect(await eventually { progress.maxBytesDone >= 1 << 20 })
+        #expect(FileManager.default.createFile(atPath: expired, contents: Data()))
+        await front.killWorkers()
+        let outcome = try await install.value
+        #expect(outcome.installed.contains("tx-big@1"))
+        await daemon.stop()
+        let log = front.accessLog()
+        #expect(log.filter { $0.path.hasPrefix("/token") }.count >= 2, "a second token was asked for")
+        #expect(log.contains { $0.method == "GET" && $0.path.hasSuffix(big.sha256) && $0.status == 401 }, "the old token was refused")
+        #expect(log.contains { $0.method == "GET" && $0.path.hasSuffix(big.sha256) && $0.status == 206 && $0.range != nil }, "the download resumed: \(log.map(\.request))")
+    }
+
     @Test("TLS: a registry is verified against [Download] CAFile; a failed verification is an error, never a step down to plain HTTP")
     func tlsWithTheAdminsCA() async throws {
         let fixture = try await RegistryFixture.make()

@@ -208,6 +208,7 @@ extension AssetService {
         // A mirror whose bytes fail verification is left out and the next one tried: a corrupt
         // cache or registry must not block what the catalog's other sources serve intact.
         var refused: [String] = []
+        var reauthorized = false
         while true {
             var served: String?
             var remaining = 0
@@ -223,6 +224,13 @@ extension AssetService {
                     served = fetched.url
                     remaining = mirrors.urls.count - 1 - (mirrors.urls.firstIndex(of: fetched.url) ?? 0)
                 } catch {
+                    // A registry's token may expire during a long download: a resume it refuses
+                    // (401) gets one fresh token, and the download goes on where it stopped.
+                    if !reauthorized, case .allMirrorsFailed(let failures) = error,
+                       failures.contains(where: { $0.reason == .httpStatus(401) && mirrors.access[$0.url] != nil }) {
+                        reauthorized = true
+                        continue
+                    }
                     throw Self.map(error, asset: entry)
                 }
             }

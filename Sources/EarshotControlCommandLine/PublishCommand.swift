@@ -16,7 +16,7 @@ struct PublishCommand {
         } catch {
             throw UsageError("\(error)")
         }
-        guard case .tag = reference.selector, target.contains(":" + reference.selectorText) else {
+        guard case .tag = reference.selector, target.split(separator: "/").last?.contains(":") == true else {
             throw UsageError("publish needs a tag to write: oci://HOST[:PORT]/REPOSITORY:TAG")
         }
         let assets = arguments.values("asset")

@@ -18,6 +18,8 @@ struct RegistryPublishPullTests {
         let publisher = try await fixture.publisher()
         let entries = try await fixture.entries()
 
+        let pinned = try OCIReference.parse("oci://\(registry.authority)/earshot/catalog@sha256:" + String(repeating: "0", count: 64))
+        await #expect(throws: RegistryError.self, "publish writes tags, not digests") { _ = try await publisher.service.publish(to: pinned, dryRun: true) }
         let planned = try await publisher.service.publish(to: target, dryRun: true)
         #expect(planned.blobs.allSatisfy { $0.action == .wouldPush } && planned.blobs.count == entries.count + 3)
         #expect(planned.manifestDigest == nil)

@@ -16,7 +16,7 @@ extension AssetService {
     public func publish(to target: OCIReference, source: String? = nil, assetIDs: [String]? = nil, dryRun: Bool,
                         progress: @escaping @Sendable (InstallProgress) -> Void = { _ in }) async throws -> PublishReply {
         guard case .tag = target.selector else {
-            throw AssetError.permissionDenied("publish to a tag (oci://HOST/REPOSITORY:TAG): a digest names content that already exists")
+            throw RegistryError.invalidReference("\(target)", "publish writes a tag (oci://HOST/REPOSITORY:TAG); a digest names content that already exists")
         }
         let stored = try publishedCatalog(source)
         var entries = stored.catalog.assets

@@ -31,7 +31,7 @@ extension AssetService {
             let digest = "sha256:" + entry.sha256
             let name = "\(entry.id)@\(entry.version)"
             layers.append(OCIDescriptor(mediaType: CatalogArtifact.assetMediaType, digest: digest, size: entry.size,
-                                        annotations: [CatalogArtifact.assetAnnotation: name, "org.opencontainers.image.title": "\(entry.id)-\(entry.version).\(entry.format.rawValue)"]))
+                                        annotations: [CatalogArtifact.assetAnnotation: name, CatalogArtifact.titleAnnotation: "\(entry.id)-\(entry.version).\(entry.format.rawValue)"]))
             if try await registry.hasBlob(target, digest: digest) {
                 blobs.append(PublishedBlob(name: name, digest: digest, size: entry.size, action: .present))
                 continue

@@ -75,6 +75,11 @@ public final class TestDaemon: Sendable {
         return await child.wait()
     }
 
+    /// Runs the built `earshotctl` against this daemon's socket with `arguments`.
+    public func earshotctl(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", socket] + arguments, in: directory)
+    }
+
     /// Kills the daemon if needed and removes its directory.
     public func cleanUp() async {
         await child.stop()

@@ -41,6 +41,21 @@ struct RegistryFixture {
         return handle
     }
 
+    /// Refreshes `daemon`'s catalogs (each must be stored anew), starts its job loop and installs
+    /// `module` for `appA`.
+    func refreshAndInstall(_ daemon: ServiceHandle, _ module: ModuleConfiguration) async throws -> InstallOutcome {
+        let refreshed = await daemon.service.refreshCatalogs()
+        #expect(refreshed.allSatisfy { $0.outcome == .updated }, "\(refreshed)")
+        daemon.startRunning()
+        return try await daemon.service.install([module], for: appA) { _ in }
+    }
+
+    /// The signed catalog document and its minisign signature, as published.
+    func signedCatalog() throws -> (catalog: [UInt8], signature: [UInt8]) {
+        (Array(try Data(contentsOf: URL(fileURLWithPath: inventory.catalogPath))),
+         Array(try Data(contentsOf: URL(fileURLWithPath: inventory.catalogPath + ".minisig"))))
+    }
+
     /// The standard catalog's entries, by id.
     func entries() async throws -> [String: CatalogAsset] {
         let catalog = try Catalog.parse(Data(contentsOf: URL(fileURLWithPath: inventory.catalogPath)))

@@ -41,8 +41,7 @@ struct RegistryHostileTests {
         defer { fixture.remove() }
         let nginx = try await NginxServer.start(NginxServer.Options(routes: [NginxServer.Route(prefix: "/v2/loop/blobs/", status: 302, target: "/v2/loop/blobs/again")]))
         let host = "127.0.0.1:\(nginx.port)"
-        let catalog = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath)))
-        let signature = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath + ".minisig")))
+        let (catalog, signature) = try fixture.signedCatalog()
 
         // The honest layout verifies: the fakes below differ from it in one way each.
         _ = try serve(nginx, repository: "honest", catalog: catalog, signature: signature)
@@ -91,8 +90,7 @@ struct RegistryHostileTests {
         let fixture = try await RegistryFixture.make()
         defer { fixture.remove() }
         let nginx = try await NginxServer.start()
-        let catalog = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath)))
-        let signature = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath + ".minisig")))
+        let (catalog, signature) = try fixture.signedCatalog()
         _ = try serve(nginx, repository: "corrupt", catalog: catalog, signature: signature)
         let vad = try #require(try await fixture.entries()["vad"])
         var corrupt = StandardFiles.vad
@@ -100,9 +98,7 @@ struct RegistryHostileTests {
         try nginx.put("v2/corrupt/blobs/sha256:\(vad.sha256)", corrupt)
 
         let daemon = try await fixture.service("daemon", catalogs: ["oci://127.0.0.1:\(nginx.port)/corrupt:v1"], download: .hostile)
-        #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.updated])
-        daemon.startRunning()
-        let outcome = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+        let outcome = try await fixture.refreshAndInstall(daemon, Modules.detector)
         #expect(outcome.installed.contains("vad@1"))
         let installed = try #require(try await daemon.service.installedAssets().first { $0.key == "vad@1" })
         #expect(FileManager.default.contents(atPath: installed.path + "/vad.onnx").map(Array.init) == StandardFiles.vad)
@@ -159,10 +155,7 @@ struct RegistryHostileTests {
 
         let credentials = RegistrySettings(authFile: try fixture.authFile([guardedHost: ("fleet", "token-secret")]))
         let daemon = try await fixture.service("daemon", catalogs: [source], registry: credentials)
-        let refreshed = await daemon.service.refreshCatalogs()
-        #expect(refreshed.map(\.outcome) == [.updated], "\(refreshed)")
-        daemon.startRunning()
-        let outcome = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+        let outcome = try await fixture.refreshAndInstall(daemon, Modules.detector)
         #expect(outcome.installed.contains { $0.hasPrefix("vad@") })
         await daemon.stop()
 
@@ -192,8 +185,7 @@ struct RegistryHostileTests {
                     }
 
             """))
-        let catalog = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath)))
-        let signature = Array(try Data(contentsOf: URL(fileURLWithPath: fixture.inventory.catalogPath + ".minisig")))
+        let (catalog, signature) = try fixture.signedCatalog()
         for bytes in [catalog, signature, StandardFiles.vad] { try storage.put("blobs/" + CatalogArtifact.digest(of: bytes), bytes) }
         #expect(Set(published.blobs.filter { $0.name != "config" }.map(\.digest)) == Set([catalog, signature, StandardFiles.vad].map { CatalogArtifact.digest(of: $0) }))
         let front = try await NginxServer.start(NginxServer.Options(serverDirectives: """
@@ -210,10 +202,7 @@ struct RegistryHostileTests {
             """))
         try fixture.removeOriginalSources()
         let daemon = try await fixture.service("daemon", catalogs: ["oci://127.0.0.1:\(front.port)/earshot/catalog:v1"], download: .hostile)
-        let refreshed = await daemon.service.refreshCatalogs()
-        #expect(refreshed.map(\.outcome) == [.updated], "\(refreshed)")
-        daemon.startRunning()
-        let outcome = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+        let outcome = try await fixture.refreshAndInstall(daemon, Modules.detector)
         #expect(outcome.installed.contains { $0.hasPrefix("vad@") })
         await daemon.stop()
         let served = storage.accessLog().filter { $0.method == "GET" }

@@ -35,10 +35,8 @@ struct RegistryPublishPullTests {
 
         try fixture.removeOriginalSources()
         let daemon = try await fixture.service("daemon", catalogs: ["\(target)"])
-        let refreshed = await daemon.service.refreshCatalogs()
-        #expect(refreshed.map(\.outcome) == [.updated] && refreshed.first?.version == 1)
-        daemon.startRunning()
-        let outcome = try await daemon.service.install([Modules.transcriber("en-US")], for: appA) { _ in }
+        let outcome = try await fixture.refreshAndInstall(daemon, Modules.transcriber("en-US"))
+        #expect(await daemon.service.catalogSummary().sources.first?.version == 1)
         #expect(outcome.installed.contains { $0.hasPrefix("tx-en@") })
         let txEn = try #require(entries["tx-en"])
         #expect(registry.blobGets("sha256:" + txEn.sha256) == 1, "\(registry.requests())")
@@ -114,9 +112,7 @@ struct RegistryPublishPullTests {
 
         try fixture.removeOriginalSources()
         let daemon = try await fixture.service("daemon", catalogs: ["\(target)"], registry: credentials)
-        #expect(await daemon.service.refreshCatalogs().map(\.outcome) == [.updated])
-        daemon.startRunning()
-        let outcome = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+        let outcome = try await fixture.refreshAndInstall(daemon, Modules.detector)
         #expect(outcome.installed.contains { $0.hasPrefix("vad@") })
         await daemon.stop()
         let logged = fixture.inventory.logs.all.map(\.message).joined(separator: "\n")
@@ -133,9 +129,8 @@ struct RegistryPublishPullTests {
         _ = try await publisher.service.publish(to: target, assetIDs: ["vad"], dryRun: false)
 
         let daemon = try await fixture.service("daemon", catalogs: ["\(target)"])
-        #expect(await daemon.service.refreshCatalogs().first?.version == 1)
-        daemon.startRunning()
-        _ = try await daemon.service.install([Modules.detector], for: appA) { _ in }
+        _ = try await fixture.refreshAndInstall(daemon, Modules.detector)
+        #expect(await daemon.service.catalogSummary().sources.first?.version == 1)
 
         // The same catalog, now with every asset: a new manifest, the same signed document.
         _ = try await publisher.service.publish(to: target, dryRun: false)

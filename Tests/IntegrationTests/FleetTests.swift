@@ -7,10 +7,6 @@ import TestSupport
 /// instance in proxy mode in front of it, and ten real `earshotd` processes (each with its own
 /// state and cache directories) installing the same asset through the cache with `earshotctl`.
 @Suite struct FleetTests {
-    func ctl(_ arguments: [String], _ daemon: TestDaemon) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await ChildProcess.run(BuiltProducts.path("earshotctl"), ["--socket", daemon.socket] + arguments, in: daemon.directory)
-    }
-
     /// Starts a daemon reading `source`, refreshes its catalog, installs `locale` and stops it;
     /// returns the install's wall time in seconds (earshotctl included).
     func install(_ locale: String, from source: String, keys: String) async throws -> Double {
@@ -23,10 +19,10 @@ import TestSupport
 
             """)
         defer { Task { await daemon.cleanUp() } }
-        let refreshed = try await ctl(["catalog", "refresh"], daemon)
+        let refreshed = try await daemon.earshotctl(["catalog", "refresh"])
         #expect(refreshed.status == 0, "\(refreshed.stdout)\(refreshed.stderr)")
         let started = ContinuousClock.now
-        let installed = try await ctl(["install", "--locale", locale], daemon)
+        let installed = try await daemon.earshotctl(["install", "--locale", locale])
         let elapsed = ContinuousClock.now - started
         #expect(installed.status == 0, "\(installed.stdout)\(installed.stderr)")
         await daemon.cleanUp()
@@ -40,7 +36,7 @@ import TestSupport
             try await fixture.publishCatalog(version: 1, assets: [spread, burst])
             let upstream = try await RegistryServer.start()
             let publisher = try await fixture.startDaemonWithCatalog()
-            let published = try await ctl(["publish", "oci://\(upstream.authority)/earshot/catalog:v1"], publisher)
+            let published = try await publisher.earshotctl(["publish", "oci://\(upstream.authority)/earshot/catalog:v1"])
             #expect(published.status == 0, "\(published.stdout)\(published.stderr)")
             for asset in [spread, burst] { try FileManager.default.removeItem(atPath: fixture.server.root + asset.serverPath) }
             let cache = try await RegistryServer.start(.proxy(upstream: upstream.baseURL))

@@ -434,12 +434,7 @@ final class CurlTransfer {
     }
 
     /// The first value of response header `name` of the last request (after redirects).
-    private func header(_ name: String) -> String? {
-        var found: UnsafeMutablePointer<curl_header>?
-        guard curl_easy_header(handle, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK,
-              let value = found?.pointee.value else { return nil }
-        return String(cString: value)
-    }
+    private func header(_ name: String) -> String? { CurlHeader.first(handle, name) }
 
     /// `bytes START-END/TOTAL` or `bytes */TOTAL` → (START, TOTAL); nil parts when absent or `*`.
     static func contentRange(_ value: String?) -> (start: Int64?, total: Int64?) {

@@ -78,9 +78,7 @@ public struct OCIReference: Sendable, Hashable, CustomStringConvertible {
 
     /// `sha256:` and 64 lower-case hex digits.
     public static func isValidDigest(_ digest: String) -> Bool {
-        guard digest.hasPrefix("sha256:") else { return false }
-        let hex = digest.utf8.dropFirst(7)
-        return hex.count == 64 && hex.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        digest.hasPrefix("sha256:") && CatalogAsset.isValidDigest(String(digest.dropFirst(7)))
     }
 
     static func isValidTag(_ tag: String) -> Bool {
@@ -118,23 +116,26 @@ public struct OCIReference: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func isValidAuthority(_ authority: String) -> Bool {
-        var host = Substring(authority)
+        // `[IPv6]` or a host name, then an optional `:port`.
+        let host: Substring
         var port: Substring?
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { return false }
-            let literal = authority[authority.index(after: authority.startIndex)..<close]
-            guard !literal.isEmpty, literal.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return false }
+            host = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
-            if after.isEmpty { return true }
-            guard after.hasPrefix(":") else { return false }
-            port = after.dropFirst()
-            host = "x"
+            guard after.isEmpty || after.hasPrefix(":") else { return false }
+            if !after.isEmpty { port = after.dropFirst() }
         } else if let colon = authority.firstIndex(of: ":") {
             host = authority[..<colon]
             port = authority[authority.index(after: colon)...]
+        } else {
+            host = Substring(authority)
         }
         if let port {
             guard let number = Int(port), (1...65535).contains(number), port.allSatisfy(\.isASCII) else { return false }
+        }
+        if authority.hasPrefix("[") {
+            return !host.isEmpty && host.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
         }
         let labels = host.split(separator: ".", omittingEmptySubsequences: false)
         guard (1...253).contains(host.utf8.count) else { return false }

@@ -15,7 +15,7 @@ extension RegistryClient {
     public func manifestDigest(_ reference: OCIReference) async throws(RegistryError) -> String? {
         let url = await base(reference) + "manifests/" + reference.selectorText
         let redirects = await redirectProtocols(reference)
-        let response = try await run(RegistryRequest(method: "HEAD", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
+        let response = try await run(MemoryRequest(method: "HEAD", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
                                                      redirectProtocols: redirects), to: reference).get()
         try Self.expect(response, [200], url: url)
         return response.header("docker-content-digest").flatMap { OCIReference.isValidDigest($0) ? $0 : nil }
@@ -30,7 +30,7 @@ extension RegistryClient {
         }
         let url = await base(reference) + "manifests/" + reference.selectorText
         let redirects = await redirectProtocols(reference)
-        let response = try await run(RegistryRequest(method: "GET", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
+        let response = try await run(MemoryRequest(method: "GET", url: url, headers: ["Accept: " + CatalogArtifact.manifestMediaType],
                                                      maxResponseBytes: CatalogArtifact.maxManifestBytes, redirectProtocols: redirects),
                                      to: reference).get()
         try Self.expect(response, [200], url: url)
@@ -55,7 +55,7 @@ extension RegistryClient {
     func blob(_ reference: OCIReference, _ descriptor: OCIDescriptor) async throws(RegistryError) -> [UInt8] {
         let url = await base(reference) + "blobs/" + descriptor.digest
         let redirects = await redirectProtocols(reference)
-        let response = try await run(RegistryRequest(method: "GET", url: url, maxResponseBytes: Int(descriptor.size),
+        let response = try await run(MemoryRequest(method: "GET", url: url, maxResponseBytes: Int(descriptor.size),
                                                      redirectProtocols: redirects), to: reference).get()
         try Self.expect(response, [200], url: url)
         guard Int64(response.body.count) == descriptor.size else {
@@ -72,14 +72,14 @@ extension RegistryClient {
     public func blobMirror(_ reference: OCIReference, digest: String) async throws(RegistryError) -> (url: String, access: MirrorAccess) {
         let url = await base(reference) + "blobs/" + digest
         let redirects = await redirectProtocols(reference)
-        let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirects), to: reference).get()
+        let response = try await run(MemoryRequest(method: "HEAD", url: url, redirectProtocols: redirects), to: reference).get()
         try Self.expect(response, [200], url: url)
         let headers = authorization(reference, push: false).map { ["Authorization: " + $0] } ?? []
         return (url, MirrorAccess(headers: headers, redirectProtocols: redirects))
     }
 
     /// Throws unless the response's status is one of `accepted`.
-    static func expect(_ response: RegistryResponse, _ accepted: Set<Int>, url: String) throws(RegistryError) {
+    static func expect(_ response: MemoryResponse, _ accepted: Set<Int>, url: String) throws(RegistryError) {
         guard !accepted.contains(response.status) else { return }
         let message = (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
             .flatMap { ($0["errors"] as? [[String: Any]])?.first?["message"] as? String } ?? ""

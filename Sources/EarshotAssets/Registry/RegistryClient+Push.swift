@@ -8,7 +8,7 @@ extension RegistryClient {
     public func hasBlob(_ reference: OCIReference, digest: String) async throws(RegistryError) -> Bool {
         let url = await base(reference) + "blobs/" + digest
         let redirects = await redirectProtocols(reference)
-        let response = try await run(RegistryRequest(method: "HEAD", url: url, redirectProtocols: redirects), to: reference, push: true).get()
+        let response = try await run(MemoryRequest(method: "HEAD", url: url, redirectProtocols: redirects), to: reference, push: true).get()
         if response.status == 404 { return false }
         try Self.expect(response, [200], url: url)
         return true
@@ -24,7 +24,7 @@ extension RegistryClient {
                          progress: @escaping @Sendable (Int64) -> Void = { _ in }) async throws(RegistryError) {
         let start = await base(reference) + "blobs/uploads/"
         let redirects = await redirectProtocols(reference)
-        let opened = try await run(RegistryRequest(method: "POST", url: start, body: [], redirectProtocols: redirects), to: reference, push: true).get()
+        let opened = try await run(MemoryRequest(method: "POST", url: start, body: [], redirectProtocols: redirects), to: reference, push: true).get()
         try Self.expect(opened, [202], url: start)
         var location = try uploadLocation(opened, reference: reference, base: start)
         var offset: Int64 = 0
@@ -33,7 +33,7 @@ extension RegistryClient {
             let count = Int(min(Int64(uploadChunkBytes), size - offset))
             let chunk = try read(offset, count)
             guard chunk.count == count else { throw .io("the file to upload ended at \(offset + Int64(chunk.count)) of \(size) bytes") }
-            let request = RegistryRequest(method: "PATCH", url: location,
+            let request = MemoryRequest(method: "PATCH", url: location,
                                           headers: ["Content-Type: application/octet-stream", "Content-Range: \(offset)-\(offset + Int64(count) - 1)"],
                                           body: chunk, redirectProtocols: redirects)
             let sent = await run(request, to: reference, push: true)
@@ -53,14 +53,14 @@ extension RegistryClient {
                 }
             }
             try? await clock.sleep(for: options.backoff(afterAttempt: failures))
-            let status = try await run(RegistryRequest(method: "GET", url: location, redirectProtocols: redirects), to: reference, push: true).get()
+            let status = try await run(MemoryRequest(method: "GET", url: location, redirectProtocols: redirects), to: reference, push: true).get()
             try Self.expect(status, [204], url: location)
             location = try uploadLocation(status, reference: reference, base: start)
             offset = Self.uploadedBytes(status.header("range"))
         }
         let separator = location.contains("?") ? "&" : "?"
         let finish = location + separator + "digest=" + digest
-        let closed = try await run(RegistryRequest(method: "PUT", url: finish, headers: ["Content-Type: application/octet-stream"], body: [],
+        let closed = try await run(MemoryRequest(method: "PUT", url: finish, headers: ["Content-Type: application/octet-stream"], body: [],
                                                    redirectProtocols: redirects), to: reference, push: true).get()
         try Self.expect(closed, [201], url: location)
     }
@@ -79,7 +79,7 @@ extension RegistryClient {
     public func pushManifest(_ reference: OCIReference, _ manifest: [UInt8]) async throws(RegistryError) -> String {
         let url = await base(reference) + "manifests/" + reference.selectorText
         let redirects = await redirectProtocols(reference)
-        let response = try await run(RegistryRequest(method: "PUT", url: url, headers: ["Content-Type: " + CatalogArtifact.manifestMediaType], body: manifest,
+        let response = try await run(MemoryRequest(method: "PUT", url: url, headers: ["Content-Type: " + CatalogArtifact.manifestMediaType], body: manifest,
                                                      redirectProtocols: redirects), to: reference, push: true).get()
         try Self.expect(response, [201], url: url)
         let digest = CatalogArtifact.digest(of: manifest)
@@ -108,7 +108,7 @@ extension RegistryClient {
     }
 
     /// The upload's next URL from a `Location` header (relative ones resolved against the registry).
-    private func uploadLocation(_ response: RegistryResponse, reference: OCIReference, base: String) throws(RegistryError) -> String {
+    private func uploadLocation(_ response: MemoryResponse, reference: OCIReference, base: String) throws(RegistryError) -> String {
         guard let location = response.header("location"), !location.isEmpty else {
             throw .status(url: "\(reference)", response.status, "an upload answer without a Location")
         }

@@ -62,8 +62,8 @@ public final class RegistryClient: Sendable {
     func scheme(_ authority: String) async -> String {
         guard usesPlainHTTP(authority) else { return "https" }
         if let known = schemes.get(authority) { return known }
-        let probe = RegistryRequest(method: "GET", url: "https://\(authority)/v2/")
-        let outcome = await BlockingWork.run("earshot.registry") { [options, userAgent] in RegistryExchange.perform(probe, options: options, userAgent: userAgent) }
+        let probe = MemoryRequest(method: "GET", url: "https://\(authority)/v2/")
+        let outcome = await BlockingWork.run("earshot.registry") { self.exchange(probe) }
         switch outcome {
         case .success:
             schemes.set(authority, "https")
@@ -91,19 +91,34 @@ public final class RegistryClient: Sendable {
 
     // MARK: - Authenticated exchange (blocking)
 
+    /// The response headers a registry client reads.
+    static let headerNames = ["www-authenticate", "docker-content-digest", "location", "range", "content-type", "content-length", "etag"]
+
+    /// One exchange, its failures as registry errors: a body past its limit is a registry that
+    /// sent more than it announced.
+    func exchange(_ request: MemoryRequest) -> Result<MemoryResponse, RegistryError> {
+        var request = request
+        request.headerNames = Self.headerNames
+        switch MemoryExchange.perform(request, options: options, userAgent: userAgent) {
+        case .response(let response): return .success(response)
+        case .failure(.tooLarge): return .failure(.mismatch("\(request.url) sent more than \(request.maxResponseBytes) bytes"))
+        case .failure(let reason): return .failure(.transport(url: request.url, reason))
+        }
+    }
+
     /// Sends `request` to `reference`'s registry, answering one `401` challenge with basic
     /// credentials or a bearer token, and remembering what worked for the next request.
-    func send(_ request: RegistryRequest, to reference: OCIReference, push: Bool = false) -> Result<RegistryResponse, RegistryError> {
+    func send(_ request: MemoryRequest, to reference: OCIReference, push: Bool = false) -> Result<MemoryResponse, RegistryError> {
         let scope = Self.scope(reference, push: push)
         let key = reference.host.lowercased() + " " + scope
         // An upload location on another host gets no authorization of this registry's.
         guard Self.authority(of: request.url) == reference.host.lowercased() else {
-            return RegistryExchange.perform(request, options: options, userAgent: userAgent)
+            return exchange(request)
         }
         var attempt = request
         let cached = tokens.get(key)
         if let cached { attempt.headers.append("Authorization: " + cached) }
-        let first = RegistryExchange.perform(attempt, options: options, userAgent: userAgent)
+        let first = exchange(attempt)
         guard case .success(let response) = first, response.status == 401 else { return first }
         tokens.remove(key)
         let authorization: String
@@ -113,7 +128,7 @@ public final class RegistryClient: Sendable {
         }
         var retry = request
         retry.headers.append("Authorization: " + authorization)
-        let second = RegistryExchange.perform(retry, options: options, userAgent: userAgent)
+        let second = exchange(retry)
         if case .success(let answer) = second {
             if answer.status == 401 { return .failure(.unauthorized(host: reference.host, "the credentials were refused")) }
             tokens.set(key, authorization)
@@ -153,9 +168,9 @@ public final class RegistryClient: Sendable {
         guard let url = components.string else { return .failure(.unauthorized(host: reference.host, "its token realm is not a URL")) }
         // Only the realm's own entry: a registry cannot send our credentials elsewhere.
         let credentials = known[realmAuthority]
-        var request = RegistryRequest(method: "GET", url: url, redirectProtocols: usesPlainHTTP(realmAuthority) ? "http,https" : "https")
+        var request = MemoryRequest(method: "GET", url: url, redirectProtocols: usesPlainHTTP(realmAuthority) ? "http,https" : "https")
         if let credentials { request.headers.append("Authorization: " + credentials.basicAuthorization) }
-        switch RegistryExchange.perform(request, options: options, userAgent: userAgent) {
+        switch exchange(request) {
         case .failure(let error):
             return .failure(error)
         case .success(let response) where response.status == 401 || response.status == 403:
@@ -186,7 +201,7 @@ public final class RegistryClient: Sendable {
     }
 
     /// Runs a blocking exchange on its own thread.
-    func run(_ request: RegistryRequest, to reference: OCIReference, push: Bool = false) async -> Result<RegistryResponse, RegistryError> {
+    func run(_ request: MemoryRequest, to reference: OCIReference, push: Bool = false) async -> Result<MemoryResponse, RegistryError> {
         await BlockingWork.run("earshot.registry") { self.send(request, to: reference, push: push) }
     }
 }

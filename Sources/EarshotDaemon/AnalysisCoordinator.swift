@@ -97,14 +97,19 @@ actor AnalysisCoordinator {
 
     /// Leases the assets `modules` need, has the speech service admit and open a session on them,
     /// and returns its id. `events` receives everything the session reports, ending with `finished`.
-    func open(_ modules: [ModuleConfiguration], options: AnalysisOptions, context: AnalysisContextData, for client: AnalysisClient,
-              queued: (@Sendable (Int) -> Void)? = nil, events: @escaping @Sendable (String, AnalysisEvent) -> Void) async throws -> String {
+    /// `resolvedAs`, when given, is what the assets are chosen by instead (one per module): a
+    /// transcription request names its asset through the asset's preferred preset, whose reporting
+    /// (volatile results, for `progressiveTranscription`) it does not want.
+    func open(_ modules: [ModuleConfiguration], resolvedAs resolution: [ModuleConfiguration]? = nil, options: AnalysisOptions, context: AnalysisContextData,
+              for client: AnalysisClient, queued: (@Sendable (Int) -> Void)? = nil,
+              events: @escaping @Sendable (String, AnalysisEvent) -> Void) async throws -> String {
         guard !shuttingDown else { throw AnalysisError.shuttingDown }
         guard !modules.isEmpty else { throw AnalysisError.noModules }
         guard modules.contains(where: { $0.kind != .detector }) else { throw AnalysisError.detectorOnly }
         var leases: [AssetLease] = []
         do {
-            let planned = try await leaseModules(modules, into: &leases)
+            precondition(resolution.map { $0.count == modules.count } ?? true, "one resolution per module")
+            let planned = zip(modules, try await leaseModules(resolution ?? modules, into: &leases)).map { (configuration: $0, asset: $1.asset) }
             let vadLease = try await assets.lease(ModuleConfiguration(kind: .detector, locale: nil))
             leases.append(vadLease)
             if let appID = client.appID {

@@ -38,15 +38,21 @@ extension AnalysisCoordinator {
         }
         if request.language == nil, request.kind != .dictation { candidates.insert(module(.transcriber, LocaleTag.undetermined), at: 0) }
         if request.translate { candidates.removeAll { $0.kind == .dictation } }
+        // A named asset: its preferred preset steers resolution to it among assets serving the same
+        // locale; the session itself runs without the preset, whose reporting nobody here reads
+        // (`progressiveTranscription` made every Wyoming request for tiny.en decode volatile
+        // results each second, one of which the final result then waited for).
+        var steering: ModuleConfiguration?
         if let name = request.name, let asset = try await assets.installedAssets().first(where: { $0.current && $0.entry.id == name }) {
-            // Its preferred preset steers resolution to it among assets serving the same locale.
-            candidates = [module(asset.entry.kind, asset.entry.locales.first { $0 == request.language } ?? asset.entry.locales.first ?? language,
-                                 preset: asset.entry.preferredPresets.first)]
+            let locale = asset.entry.locales.first { $0 == request.language } ?? asset.entry.locales.first ?? language
+            candidates = [module(asset.entry.kind, locale)]
+            steering = module(asset.entry.kind, locale, preset: asset.entry.preferredPresets.first)
         }
         var lastError: (any Error)?
         for candidate in candidates {
             do {
-                return try await open([candidate], options: AnalysisOptions(modelRetention: .lingering, input: .recording, decoding: request.decoding),
+                return try await open([candidate], resolvedAs: steering.map { [$0] },
+                                      options: AnalysisOptions(modelRetention: .lingering, input: .recording, decoding: request.decoding),
                                       context: request.context, for: client, events: events)
             } catch {
                 lastError = error

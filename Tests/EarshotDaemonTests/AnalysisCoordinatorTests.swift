@@ -44,13 +44,15 @@ actor CoreFixture {
         let service = try AssetService(settings: settings)
         try await service.start()
         Task { await service.run() }
-        _ = try await service.install([CoreFixture.transcriber, ModuleConfiguration(kind: .detector, locale: nil)],
+        _ = try await service.install([CoreFixture.transcriber, CoreFixture.progressive, ModuleConfiguration(kind: .detector, locale: nil)],
                                       for: ClientIdentity(uid: getuid(), appID: "org.example.core"), progress: { _ in })
         assets = service
         return service
     }
 
     static let transcriber = ModuleConfiguration(kind: .transcriber, locale: "en-US")
+    /// What installs tiny.en, the asset the catalog prefers for `progressiveTranscription`.
+    static let progressive = ModuleConfiguration(kind: .transcriber, locale: "en-US", preset: "progressiveTranscription")
 
     /// A coordinator over a new speech service (so each test has its own admission and models),
     /// its models lingering `linger` seconds of `clock`.
@@ -68,6 +70,18 @@ final class SessionLog: @unchecked Sendable {
     private let lock = NSLock()
     private var events: [AnalysisEvent] = []
     func add(_ event: AnalysisEvent) { lock.withLock { events.append(event) } }
+    /// Volatile results and volatile ranges reported.
+    var volatile: Int {
+        lock.withLock {
+            events.filter {
+                switch $0 {
+                case .result(let result): !result.isFinal
+                case .volatileRange: true
+                case .finished: false
+                }
+            }.count
+        }
+    }
     var finals: [String] {
         lock.withLock { events.compactMap { if case .result(let r) = $0, r.isFinal { r.text } else { nil } } }
     }
@@ -107,6 +121,31 @@ struct AnalysisCoordinatorTests {
         #expect(!coordinator.sessions.hasSessions(1), "released at finish")
         #expect(await coordinator.speech.stats().sessions == 0)
         #expect(await coordinator.feed(pcm, format: Self.format, start: nil, session: id, of: 1) == false, "a finished session takes no audio")
+    }
+
+    /// Regression (a Wyoming or OpenAI request naming tiny.en decoded volatile results nobody
+    /// reads): the name reaches its asset through the asset's preferred preset,
+    /// `progressiveTranscription`, and the session took that preset's volatile results too — a
+    /// greedy decode of the utterance each second, one of which the final result waited for
+    /// (tiny.en's Wyoming latency 0.31–0.32× the peer's against base's 0.25–0.28×). The session
+    /// now runs the asset without the preset: final results only, one decode per segment.
+    @Test func aTranscriptionNamingAProgressiveAssetDecodesNoVolatileResults() async throws {
+        let coordinator = try await CoreFixture.shared.coordinator()
+        let model = CoreFixture.shared.model, before = model.decodes
+        let log = SessionLog()
+        let id = try await coordinator.openTranscription(TranscriptionRequest(name: "whisper-tiny-en", language: "en"),
+                                                         for: AnalysisClient(connection: 3, uid: getuid(), appID: "org.example.core")) { _, event in log.add(event) }
+        let leased = await coordinator.assets.leasedAssets
+        #expect(leased.contains { $0.hasPrefix("whisper-tiny-en@") }, "the named asset serves: \(leased)")
+        let pcm = try Self.pcm()
+        // Fed as a live client sends it: a tenth of a second at a time.
+        for start in stride(from: 0, to: pcm.count, by: 3200) {
+            #expect(await coordinator.feed(Array(pcm[start..<min(start + 3200, pcm.count)]), format: Self.format, start: nil, session: id, of: 3))
+        }
+        _ = try await coordinator.control(.finish(.finalizeThroughEndOfInput, time: nil), session: id, of: 3)
+        #expect(!log.finals.isEmpty)
+        #expect(log.volatile == 0, "volatile results or ranges reported: \(log.volatile)")
+        #expect(model.decodes - before == log.finals.count, "one decode per final result, no volatile decodes (\(model.decodes - before) decodes)")
     }
 
     @Test func aClientReachesOnlyItsOwnSessions() async throws {

@@ -7,10 +7,11 @@
 # the licence sentences one by one. Prints each variant's WER per set and overall, with the word
 # counts, its decode time and its files' size, beside the float32 reference.
 #
-#   Benchmarks/quantization.sh [--models tiny.en,base] [--sentences N] [--tails F,F,…]
+#   Benchmarks/quantization.sh [--models tiny.en,base] [--sentences N] [--tails F,F,…] [--variants-only V,V,…]
 #
 # --tails also decodes with the shipped int8 variant and other tails of silence after the audio
-# (feature frames, 10 ms each; the decoder appends 1000).
+# (feature frames, 10 ms each; the decoder appends 1000). --variants-only decodes only the variants
+# named (fp32, int8, int8-enc8, int8-enc16) with the default tail.
 #
 # The variants are converted into $EARSHOT_BENCH_DIR/quantization (else
 # $XDG_CACHE_HOME/earshot-bench, else ~/.cache/earshot-bench) from the CTranslate2 directories

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Voice-assistant latency against a peer server on the same weights (issue 10, item 6): Earshot's
 # Wyoming ASR (release earshotd, `[Wyoming] Listen` on loopback TCP) and wyoming-faster-whisper
-# 3.8.1 (`--model CT2_DIR --local-files-only`, int8, beam 1, 2 CPU threads) on Whisper tiny.en and
+# 3.8.1 (`--model CT2_DIR --local-files-only`, int8, 2 CPU threads; at its default beam, 5 on x86,
+# and at beam 1) on Whisper tiny.en and
 # base from the pinned PyPI wheels the embedded catalog converts; the PyPI wyoming 1.10.2 client
 # sends both short espeak-ng commands and the LibriVox utterances at real-time pace, one
 # connection each, interleaved. Prints WER and audio-stop → transcript latency (median, p90) side

@@ -100,10 +100,10 @@ int main(int argc, char **argv) {
     }
     size_t layer_size[2] = {(size_t)(layer_shape[0][0] * layer_shape[0][1] * layer_shape[0][2]),
                             (size_t)(layer_shape[1][0] * layer_shape[1][1] * layer_shape[1][2])};
-    const char *names[5 + 2 * LAYERS];
-    OrtValue *values[5 + 2 * LAYERS];
+    const char *names[6 + 2 * LAYERS];
+    OrtValue *values[6 + 2 * LAYERS];
     char layer_names[2 * LAYERS][32];
-    int64_t tokens[BEAM], offset = 0, frames = layer_shape[0][2];
+    int64_t tokens[BEAM], offset = 0, frames = layer_shape[0][2], last_position = 0;
     for (int row = 0; row < BEAM; ++row) tokens[row] = 50258;
     int64_t token_shape[2] = {BEAM, 1}, one[1] = {1}, cache_shape[4] = {LAYERS, BEAM, 0, STATE};
     static float cache[2][LAYERS * BEAM * (STEPS + 1) * STATE];
@@ -127,6 +127,9 @@ int main(int argc, char **argv) {
         return 1;
       names[n] = "cross_frames";
       if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, &frames, sizeof frames, one, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &values[n++])))
+        return 1;
+      names[n] = "logit_positions"; /* converter version 4: the one token's logits */
+      if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, &last_position, sizeof last_position, one, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &values[n++])))
         return 1;
       for (int kv = 0; kv < 2; ++kv)
         for (int layer = 0; layer < LAYERS; ++layer) {

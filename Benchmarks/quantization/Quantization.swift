@@ -1,10 +1,11 @@
 // quantization: the converter's variants of each Whisper model decoded by Earshot's own decoder
 // in-process (beam 5, as final results), WER per set beside the float32 reference (issue 29).
 //
-//     Benchmarks/quantization.sh [--models tiny.en,base] [--sentences N] [--tails F,F,…]
+//     Benchmarks/quantization.sh [--models tiny.en,base] [--sentences N] [--tails F,F,…] [--variants-only V,V,…]
 //
 // --tails also decodes with the shipped int8 variant appending other tails of silence (feature
-// frames; the decoder's default is 1000, 10 s). quantization.sh converts the variants into --variants DIR/MODEL/{fp32,int8,int8-enc8,int8-enc16}
+// frames; the decoder's default is 1000, 10 s); --variants-only decodes only the variants named
+// (fp32, int8, int8-enc8, int8-enc16), so a tail can be measured without the others. quantization.sh converts the variants into --variants DIR/MODEL/{fp32,int8,int8-enc8,int8-enc16}
 // and extracts the sonnet into --sonnet DIR.
 import EarshotWhisper
 import EarshotEngineLink
@@ -21,10 +22,12 @@ struct Options {
     let sentences: Int?
     /// Tails of silence (feature frames) to try on the shipped int8 variant besides the default.
     let tails: [Int]
+    /// The variants decoded with the default tail.
+    let variantNames: [String]
 
     init(_ arguments: [String]) {
-        let usage = "usage: quantization --variants DIR --sonnet DIR --scratch DIR [--models tiny.en,base] [--sentences N] [--tails F,F,…]"
-        let options = BenchmarkOptions(arguments, names: ["variants", "sonnet", "scratch", "models", "sentences", "tails"], flags: [],
+        let usage = "usage: quantization --variants DIR --sonnet DIR --scratch DIR [--models tiny.en,base] [--sentences N] [--tails F,F,…] [--variants-only V,V,…]"
+        let options = BenchmarkOptions(arguments, names: ["variants", "sonnet", "scratch", "models", "sentences", "tails", "variants-only"], flags: [],
                                        required: ["variants", "sonnet", "scratch"], usage: usage)
         (variants, sonnet, scratch) = (options["variants"]!, options["sonnet"]!, options["scratch"]!)
         models = options.models
@@ -33,6 +36,9 @@ struct Options {
             guard let frames = Int(text), (0...EngineWhisperLoad.maxTailFrames).contains(frames) else { fail(usage) }
             return frames
         }
+        let all = ["fp32", "int8", "int8-enc8", "int8-enc16"]
+        variantNames = options["variants-only"].map { $0.split(separator: ",").map(String.init) } ?? all
+        guard !variantNames.isEmpty, variantNames.allSatisfy(all.contains) else { fail(usage) }
     }
 }
 
@@ -55,8 +61,10 @@ enum Quantization {
         for model in options.models {
             say("")
             say("Whisper \(model.name)")
+            // The first row's texts (fp32's, unless --variants-only leaves it out), and its label.
             var reference: [[String]]?
-            let rows = ["fp32", "int8", "int8-enc8", "int8-enc16"].map { ($0, EngineWhisperLoad.defaultTailFrames) }
+            var referenceLabel = ""
+            let rows = options.variantNames.map { ($0, EngineWhisperLoad.defaultTailFrames) }
                 + options.tails.filter { $0 != EngineWhisperLoad.defaultTailFrames }.map { ("int8", $0) }
             for (variant, tail) in rows {
                 let directory = "\(options.variants)/\(model.ct2)/\(variant)"
@@ -86,9 +94,9 @@ enum Quantization {
                     line += String(format: " %@ %d/%d", set.name.split(separator: " ").first.map(String.init) ?? set.name, setErrors, setWords)
                 }
                 line += String(format: "  all: WER %.2f %% (%d/%d)", Double(errors) / Double(words) * 100, errors, words)
-                if reference != nil { line += ", \(fromReference) words from fp32's text" }
+                if reference != nil { line += ", \(fromReference) words from \(referenceLabel)'s text" }
                 say("  " + line)
-                if reference == nil { reference = texts }
+                if reference == nil { (reference, referenceLabel) = (texts, label) }
             }
         }
     }

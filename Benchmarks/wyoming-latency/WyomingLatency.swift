@@ -9,8 +9,10 @@
 // short voice commands spoken by espeak-ng and the five LibriVox utterances. Earshot: the release
 // earshotd (its default InferenceThreads or --inference-threads, `[Wyoming] Listen`) with Whisper base and tiny.en installed, the
 // model chosen by `transcribe`'s name; the peer: wyoming-faster-whisper 3.8.1 with
-// `--model CT2_DIR --local-files-only`, int8, beam 1, 2 CPU threads. wyoming-latency.sh provides
-// the virtual environment and the CTranslate2 directories.
+// `--model CT2_DIR --local-files-only`, int8, 2 CPU threads, twice: at its own default beam (its
+// `--beam-size 0`, "auto": 5 on x86, 1 on ARM), which the ratio is taken against as Earshot runs at
+// its defaults too (beam 5 for finals), and at beam 1. wyoming-latency.sh provides the virtual
+// environment and the CTranslate2 directories.
 import EarshotSystem
 import Foundation
 import TestSupport
@@ -88,7 +90,7 @@ enum WyomingLatency {
 
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         say("wyoming-latency: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); \(options.runs) interleaved runs, one connection per utterance, real-time pace")
-        say("  client: PyPI wyoming 1.10.2; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")) over TCP; peer: wyoming-faster-whisper 3.8.1 (int8, beam 1, --cpu-threads 2)")
+        say("  client: PyPI wyoming 1.10.2; Earshot: earshotd (InferenceThreads=\(options.inferenceThreads.map(String.init) ?? "default")) over TCP; peers: wyoming-faster-whisper 3.8.1 (int8, --cpu-threads 2) at its default beam and at beam 1")
         say("  latency: audio-stop written → transcript read; utterances: \(commands.count) espeak-ng commands (22.05 kHz), \(LibriVox.ids.count) LibriVox utterances (16 kHz, 3–7 s)")
 
         let client = try await BlockingWork.run("client") { try LineWorker(options.python, [options.client], name: "wyoming client", awaitsReady: false) }
@@ -103,20 +105,24 @@ enum WyomingLatency {
                 guard install.status == 0 || install.status == 2 else { throw BenchmarkFailure("earshot install: \(install.stderr)") }
             }
             for model in options.models {
-                let peerPort = try LoopbackPort.free()
-                let peer = try ChildProcess(options.python, ["-m", "wyoming_faster_whisper", "--uri", "tcp://127.0.0.1:\(peerPort)", "--model", options.ct2 + "/" + model.ct2,
-                                                             "--local-files-only", "--data-dir", directory.file("peer-data"), "--stt-library", "faster-whisper",
-                                                             "--language", "en", "--compute-type", "int8", "--beam-size", "1", "--cpu-threads", "2"],
-                                            in: directory, name: "wyoming-faster-whisper-\(model.name)")
+                // The peer at its own default beam ("auto") and at beam 1, each its own server.
+                var peers: [(server: Server, process: ChildProcess)] = []
+                for (label, beam) in [("wyoming-faster-whisper", "0"), ("wfw beam 1", "1")] {
+                    let port = try LoopbackPort.free()
+                    let process = try ChildProcess(options.python, ["-m", "wyoming_faster_whisper", "--uri", "tcp://127.0.0.1:\(port)", "--model", options.ct2 + "/" + model.ct2,
+                                                                    "--local-files-only", "--data-dir", directory.file("peer-data"), "--stt-library", "faster-whisper",
+                                                                    "--language", "en", "--compute-type", "int8", "--beam-size", beam, "--cpu-threads", "2"],
+                                                   in: directory, name: "wyoming-faster-whisper-\(model.name)-beam\(beam)")
+                    peers.append((Server(name: label, uri: "tcp://127.0.0.1:\(port)", model: nil), process))
+                }
                 do {
-                    try await compare([Server(name: "Earshot", uri: "tcp://127.0.0.1:\(earshotPort)", model: model.asset),
-                                       Server(name: "wyoming-faster-whisper", uri: "tcp://127.0.0.1:\(peerPort)", model: nil)],
+                    try await compare([Server(name: "Earshot", uri: "tcp://127.0.0.1:\(earshotPort)", model: model.asset)] + peers.map(\.server),
                                       on: model, utterances: utterances, runs: options.runs, client: client, daemon: daemon)
                 } catch {
-                    await stop(peer)
-                    throw BenchmarkFailure("\(error)\nwyoming-faster-whisper's log ends:\n\(peer.stderr.suffix(2000))")
+                    for peer in peers { await stop(peer.process) }
+                    throw BenchmarkFailure("\(error)\nwyoming-faster-whisper's log ends:\n\(peers.map { $0.process.stderr.suffix(2000) }.joined(separator: "\n"))")
                 }
-                await stop(peer)
+                for peer in peers { await stop(peer.process) }
             }
         } catch {
             await BlockingWork.run("client-stop") { client.stop() }
@@ -133,11 +139,13 @@ enum WyomingLatency {
         await peer.stop()
     }
 
-    /// Sends every utterance to both `servers` (Earshot first in the list), `runs` times
-    /// interleaved after one untimed each, and prints the figures.
+    /// Sends every utterance to every one of `servers` (Earshot first, then the peers), `runs` times
+    /// interleaved after one untimed each, and prints the figures with Earshot's ratio to each peer.
     static func compare(_ servers: [Server], on model: WhisperBenchModel, utterances: [Utterance], runs: Int, client: LineWorker, daemon: TestDaemon) async throws {
-        let peerURI = servers[1].uri
-        try await BlockingWork.run("wait") { _ = try client.ask(json: ["wait": peerURI]) }
+        for peer in servers.dropFirst() {
+            let uri = peer.uri
+            try await BlockingWork.run("wait") { _ = try client.ask(json: ["wait": uri]) }
+        }
         func transcribe(_ utterance: Utterance, on server: Server) async throws -> (text: String, latency: Double) {
             let path = utterance.path
             return try await BlockingWork.run("transcribe") {
@@ -177,8 +185,10 @@ enum WyomingLatency {
                     + String(format: "latency median %6.0f ms  p90 %6.0f ms   WER %5.1f %%", percentile(tally.latencies, 0.5), percentile(tally.latencies, 0.9),
                              LibriVox.wer(tally.pairs) * 100))
             }
-            say(String(format: "    ratio Earshot / wyoming-faster-whisper: latency median %.2f×, p90 %.2f×",
-                       percentile(merged[0].latencies, 0.5) / percentile(merged[1].latencies, 0.5), percentile(merged[0].latencies, 0.9) / percentile(merged[1].latencies, 0.9)))
+            for (peer, tally) in zip(servers, merged).dropFirst() {
+                say("    ratio Earshot / \(peer.name): " + String(format: "latency median %.2f×, p90 %.2f×",
+                           percentile(merged[0].latencies, 0.5) / percentile(tally.latencies, 0.5), percentile(merged[0].latencies, 0.9) / percentile(tally.latencies, 0.9)))
+            }
         }
         let served = stats.models.map(\.key).filter { $0.hasPrefix(model.asset + "@") }
         say("  earshotd: \(stats.modelLoads - loadsBefore) model loads during the timed runs; \(model.asset) loaded: \(served.joined(separator: ", "))")

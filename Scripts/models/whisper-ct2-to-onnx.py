@@ -3,7 +3,8 @@
 
 The layout began as sherpa-onnx's (the encoder's outputs and metadata keys are still its own);
 since version 3 the decoder takes each layer's cross-attention K/V as inputs of their own and
-batches audios, which sherpa-onnx cannot drive.
+batches audios, which sherpa-onnx cannot drive; since version 4 it computes the logits of the
+positions asked for only.
 
 Input: a CTranslate2 model directory (model.bin in binary format v5/v6, vocabulary.txt,
 config.json), as shipped by faster-whisper style packages.  Output, in OUT_DIR:
@@ -16,7 +17,7 @@ config.json), as shipped by faster-whisper style packages.  Output, in OUT_DIR:
                                        each layer's V by head: head h's T/2 rows at h*T/2
       metadata: the keys sherpa-onnx's OfflineWhisperModel reads (n_mels, n_text_*, sot, eot,
       sot_sequence, all_language_tokens/codes, no_timestamps, ...) plus the token-timestamp keys
-      n_alignment_heads and alignment_heads ("layer:head,...") and version "3".
+      n_alignment_heads and alignment_heads ("layer:head,...") and version "4".
 
   PREFIX-decoder.int8.onnx
       inputs  tokens (N, n) int64, in_n_layer_self_k_cache, in_n_layer_self_v_cache
@@ -24,25 +25,23 @@ config.json), as shipped by faster-whisper style packages.  Output, in OUT_DIR:
               cross_k_0 .. cross_k_{L-1}   (A, n_text_state, T/2): layer i of n_layer_cross_k
               cross_v_0 .. cross_v_{L-1}   (A, n_text_head * T/2, d_head): layer i of n_layer_cross_v
               offset (1,) int64,
-              cross_frames (A,) int64: each audio's encoder frames (T/2 for one audio alone)
+              cross_frames (A,) int64: each audio's encoder frames (T/2 for one audio alone),
+              logit_positions (P,) int64: the token positions (0 ..< n) whose logits are wanted
       The cross K/V may hold A audios for N = A * R token rows: audio a's R rows are a*R .. a*R + R - 1
       (a beam, samples, or one session of a batch); each audio's frames past cross_frames[a] (the
       padding of a shorter audio batched with longer ones) get no attention.  Layer i of the
       encoder's output is contiguous, so a caller passes it without a copy.
-      outputs logits                   (N, n, n_vocab)
+      outputs logits                   (N, P, n_vocab): position logit_positions[p] of each row
               out_n_layer_self_k_cache, out_n_layer_self_v_cache
                                        (n_text_layer, N, offset + n, n_text_state)
               cross_attention_weights  (N, n_alignment_heads, n, T/2)  float32
 
   PREFIX-tokens.txt   "<base64 of the token's bytes> <id>" for every regular token id < eot.
 
-Token timestamps: sherpa-onnx treats a decoder with a 4th output as "has attention output"
-(it binds outputs by position, not by name) and reads n_alignment_heads from the encoder
-metadata.  The 4th output holds, for each alignment head of the CT2 config.json key
-`alignment_heads` (sorted by layer, then head), the cross-attention *probabilities*
-(softmax over the audio-frame axis, taken over all T/2 encoder frames) of every input token.
-sherpa-onnx's DTW clips them to the real audio length, re-normalizes, z-scores and median
-filters them itself.
+Token timestamps: the 4th output holds, for each alignment head of the CT2 config.json key
+`alignment_heads` (sorted by layer, then head), the cross-attention *probabilities* (softmax
+over the audio-frame axis, taken over the audio's cross_frames) of every input token. Earshot's
+decoder clips them to the audio's length and runs OpenAI's dynamic time warping over them.
 
 The graphs are written with the onnx helper API directly from the numpy weights (opset 17,
 IR 8); neither torch nor openai-whisper is needed.  The math is openai-whisper's model.py with
@@ -486,6 +485,10 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
         a = g.linear(a, V[p + "attention/linear_2/weight"], V[p + "attention/linear_2/bias"], f"dec{i}.cross.out")
         x = g.op("Add", [x, a])
         x = g.mlp_block(x, V, p, f"dec{i}", n_outlier=FC2_OUTLIERS if int8_embedding else 0)
+    # Only the positions asked for reach the output projection (version 4): a first call over a
+    # 223-token prompt needs the logits of 2 of its 227 positions, a word alignment none, and the
+    # projection onto the vocabulary is the largest product of a step.
+    x = g.op("Gather", [x, "logit_positions"], axis=1)  # N, n_logits, D
     x = g.layer_norm(x, V["decoder/layer_norm/gamma"], V["decoder/layer_norm/beta"], "dec.ln")
 
     if int8_embedding:
@@ -517,9 +520,9 @@ def build_decoder(V, dims, alignment_heads, int8_embedding):
          *[helper.make_tensor_value_info(f"cross_{kv}_{i}", TensorProto.FLOAT, shape(dims)[1:])
            for kv, shape in (("k", cross_k_shape), ("v", cross_v_shape)) for i in range(L)],
          helper.make_tensor_value_info("offset", TensorProto.INT64, [1]),
-         helper.make_tensor_value_info("cross_frames", TensorProto.INT64, ["n_cross_audio"])],
-        # sherpa-onnx binds the outputs by position: the attention weights must be the 4th
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n_audio", "n_tokens", dims["n_vocab"]]),
+         helper.make_tensor_value_info("cross_frames", TensorProto.INT64, ["n_cross_audio"]),
+         helper.make_tensor_value_info("logit_positions", TensorProto.INT64, ["n_logits"])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n_audio", "n_logits", dims["n_vocab"]]),
          helper.make_tensor_value_info("out_n_layer_self_k_cache", TensorProto.FLOAT, cache_out_shape),
          helper.make_tensor_value_info("out_n_layer_self_v_cache", TensorProto.FLOAT, cache_out_shape),
          helper.make_tensor_value_info("cross_attention_weights", TensorProto.FLOAT,
@@ -611,7 +614,7 @@ def make_metadata(dims, vocab, config, name, alignment_heads, multilingual=None)
     non_speech = sorted(int(i) for i in config.get("suppress_ids", []) if int(i) < eot)
     return {
         "model_type": f"whisper-{name}",
-        "version": "3",  # 2: the decoder has the cross_attention_weights output; 3: batches audios (cross_frames)
+        "version": "4",  # 2: the decoder has the cross_attention_weights output; 3: batches audios (cross_frames); 4: logit_positions
         "maintainer": "k2-fsa",
         **dims,
         "sot_sequence": ",".join(map(str, sot_sequence)),

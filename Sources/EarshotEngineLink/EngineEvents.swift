@@ -29,10 +29,11 @@ public struct EngineWhisperLoad: WireEvent, Hashable {
     public var tailFrames: Int?
 
     /// The tail the decoder appends unless told otherwise: 10 s (sherpa-onnx's). On 4476 words
-    /// (`Benchmarks/quantization.sh --tails 600,300`) 6 s read fewer words wrong (base 420 against
-    /// 431, tiny.en 524 against 540) 5–11 % faster, but read one rare name fewer in every other
-    /// run of `contextualStringsReadRareNames` (6 of 8, under its goal); 3 s made base loop on a
-    /// 10 s reading (139 errors in 12 words).
+    /// (`Benchmarks/quantization.sh --variants-only int8 --tails 600,800`) 6 s read fewer words
+    /// wrong (base 420 against 431, tiny.en 524 against 540; 8 s 429 and 531) 4–5 % faster, but
+    /// `contextualStringsReadRareNames` reads 6 names of 8 with it, under the goal
+    /// (measured again with the test's audio fixed: base copies "Tadhg" to the text's start);
+    /// 3 s made base loop on a 10 s reading (139 errors in 12 words).
     public static let defaultTailFrames = 1000
     /// The longest tail: 20 s.
     public static let maxTailFrames = 2000

@@ -126,7 +126,12 @@ final class ORTValue: @unchecked Sendable {
 
     /// The tensor's float storage (valid while the value lives).
     func floats() -> UnsafeBufferPointer<Float> {
-        UnsafeBufferPointer(mutableFloats(count: shape.reduce(1, *)))
+        UnsafeBufferPointer(mutableFloats())
+    }
+
+    /// The tensor's float storage, to write (valid while the value lives).
+    func mutableFloats() -> UnsafeMutableBufferPointer<Float> {
+        mutableFloats(count: shape.reduce(1, *))
     }
 
     private func mutableFloats(count: Int) -> UnsafeMutableBufferPointer<Float> {

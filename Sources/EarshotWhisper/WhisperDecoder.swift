@@ -49,11 +49,10 @@ public final class WhisperDecoder: Sendable {
     public static var runtimeVersion: String { ONNXRuntime.version }
 
     /// Decodes 16 kHz mono samples (at most 29.5 s). Blocking. Decodes that run at once on one
-    /// model share their first search's decoder calls (``batcher``); the rest runs on the
-    /// calling thread.
+    /// model are encoded and share their first search's decoder calls in a batch (``batcher``);
+    /// the rest runs on the calling thread.
     public func decode(_ samples: [Float], _ request: EngineWhisperDecode) throws -> EngineWhisperResult {
-        let decode = try prepare(samples, request)
-        return try finish(decode, first: try batcher.run(decode))
+        try finish(try batcher.run(try prepare(samples, request)))
     }
 
     /// Decodes several audios as one batch, whatever else runs (the batch ``decode(_:_:)``
@@ -62,39 +61,65 @@ public final class WhisperDecoder: Sendable {
         let prepared = try decodes.map { try prepare($0.samples, $0.request) }
         var passes = [Result<FirstPass, any Error>?](repeating: nil, count: prepared.count)
         Self.firstPasses(prepared, graphs: graphs) { passes[$0] = $1 }
-        return try zip(prepared, passes).map { try finish($0, first: $1!.get()) }
+        return try passes.map { try finish($0!.get()) }
     }
 
-    /// Audios whose first search one batch runs together (their encoders run on their own
-    /// threads: on the CPU a batch of encoder calls takes as long as the calls in turn).
+    /// Audios whose first search one batch runs together. The batch encodes them in turn (on the
+    /// CPU a batch of encoder calls takes as long as the calls in turn), each straight into the
+    /// batch's keys and values, so an audio's are never held twice; decodes waiting for a batch
+    /// hold only their features. A model's audios encoded at once are thus at most
+    /// ``maxBatch`` × ``maxRunningBatches``, however many sessions decode on it.
     static let maxBatch = 4
     /// Batches of one model that run at once, their decoder calls taking turns on the model's
     /// threads: a decode that arrives while a batch runs starts at once in another rather than
     /// wait for the first to end (a voice command behind a 20 s window's beam search).
     static let maxRunningBatches = 2
 
-    /// One decode, its audio encoded, ready to search.
+    /// One decode checked and its features computed, waiting for its batch to encode it.
     struct Prepared: @unchecked Sendable {
         // @unchecked: read only once made.
         let request: EngineWhisperDecode
         let options: WhisperSearchOptions
         let search: WhisperSearch
-        let cross: CrossAttention
+        /// Feature frames (frame-major), then the frames of silence after them.
+        let features: [Float]
         let frames: Int
-        /// The start sequence: start of transcript, language and task, no timestamps.
-        let sequence: [Int]
+        let padding: Int
+        /// The language asked for; empty: identify it (multilingual models only).
+        let language: String
+        /// The task's token (multilingual models only).
+        let taskToken: Int?
         /// The prompt's tokens (its last ``maxPromptTokens``).
         let prompt: [Int]
         let promptTokensDropped: Int
+
+        /// Tokens of the start sequence: start of transcript, language and task, no timestamps.
+        var sequenceCount: Int { taskToken == nil ? 2 : 4 }
+
+        /// Whether the prompt goes first at `temperature` (it goes above 0.5, as faster-whisper
+        /// resets it: text that repeats itself in the prompt is what most often drives Whisper
+        /// into a loop).
+        func prompted(at temperature: Double) -> Bool { !prompt.isEmpty && temperature <= 0.5 }
+
+        /// How many tokens the decoder is first given at `temperature`.
+        func initialCount(at temperature: Double) -> Int { (prompted(at: temperature) ? prompt.count + 1 : 0) + sequenceCount }
+    }
+
+    /// A decode with its audio encoded and its language known, ready to search.
+    struct Encoded: @unchecked Sendable {
+        // @unchecked: read only once made.
+        let prepared: Prepared
+        /// Its keys and values: its own, or a view of its batch's.
+        let cross: CrossAttention
+        /// The start sequence: start of transcript, language and task, no timestamps.
+        let sequence: [Int]
         let language: String?
         let languageProbability: Double?
         let startOfPrevious: Int
 
-        /// What the decoder is first given (the prompt goes above temperature 0.5, as
-        /// faster-whisper resets it: text that repeats itself in the prompt is what most often
-        /// drives Whisper into a loop).
+        /// What the decoder is first given at `temperature`.
         func initial(at temperature: Double) -> (tokens: [Int], sotIndex: Int) {
-            let prompted = !prompt.isEmpty && temperature <= 0.5
+            let prompt = prepared.prompt, prompted = prepared.prompted(at: temperature)
             return ((prompted ? [startOfPrevious] + prompt : []) + sequence, prompted ? prompt.count + 1 : 0)
         }
     }
@@ -102,11 +127,13 @@ public final class WhisperDecoder: Sendable {
     /// A decode's search at its first temperature.
     struct FirstPass: @unchecked Sendable {
         // @unchecked: read only once made.
+        let decode: Encoded
         let start: WhisperSearch.Start
         let hypotheses: [WhisperHypothesis]
     }
 
-    /// Checks the request, computes the features, runs the encoder and picks the language.
+    /// Checks the request and computes the features and the prompt; the audio is encoded by its
+    /// batch.
     private func prepare(_ samples: [Float], _ request: EngineWhisperDecode) throws -> Prepared {
         let vocabulary = graphs.vocabulary
         guard request.sampleRate == LogMel.sampleRate else {
@@ -123,32 +150,14 @@ public final class WhisperDecoder: Sendable {
         }
         let task = request.task ?? defaultTask
         guard task == "transcribe" || task == "translate" else { throw WhisperModelError.unsupported("unknown task \"\(task)\"") }
+        let language = vocabulary.isMultilingual ? request.language ?? defaultLanguage : "en"
+        if vocabulary.isMultilingual, !language.isEmpty, vocabulary.languageToken(language) == nil {
+            throw WhisperModelError.unsupported("the model has no language \"\(language)\"")
+        }
 
         let mel = features.features(samples)
         let frames = min(mel.frames, Self.maxFrames - 50)
         let padding = min(frames + tailFrames, Self.maxFrames) - frames
-        let cross = try graphs.encode(mel.values, frames: frames, padding: padding)
-
-        var language: String?
-        var languageProbability: Double?
-        var sequence = [vocabulary.startOfTranscript]
-        if vocabulary.isMultilingual {
-            let wanted = request.language ?? defaultLanguage
-            if wanted.isEmpty {
-                let identified = try identifyLanguage(cross)
-                language = identified.code
-                languageProbability = identified.probability
-            } else {
-                language = wanted
-            }
-            guard let code = language, let token = vocabulary.languageToken(code) else {
-                throw WhisperModelError.unsupported("the model has no language \"\(language ?? "")\"")
-            }
-            sequence += [token, task == "translate" ? vocabulary.translate : vocabulary.transcribe]
-        } else {
-            language = "en"
-        }
-        sequence.append(vocabulary.noTimestamps)
 
         var promptText = request.prompt?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let phrases = (request.context ?? []).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
@@ -158,14 +167,39 @@ public final class WhisperDecoder: Sendable {
         let dropped = max(0, prompt.count - Self.maxPromptTokens)
         prompt.removeFirst(dropped)
         let search = WhisperSearch(graphs: graphs, options: options, bias: phrases.isEmpty ? nil : ContextBias(phrases: phrases, vocabulary: vocabulary))
-        return Prepared(request: request, options: options, search: search, cross: cross, frames: frames, sequence: sequence, prompt: prompt,
-                        promptTokensDropped: dropped, language: language, languageProbability: languageProbability,
-                        startOfPrevious: vocabulary.startOfPrevious)
+        return Prepared(request: request, options: options, search: search, features: mel.values, frames: frames, padding: padding,
+                        language: language, taskToken: vocabulary.isMultilingual ? (task == "translate" ? vocabulary.translate : vocabulary.transcribe) : nil,
+                        prompt: prompt, promptTokensDropped: dropped)
+    }
+
+    /// Runs the encoder over `decode`'s features and picks its language (identified when none
+    /// was asked for). Blocking.
+    private static func encode(_ decode: Prepared, graphs: WhisperGraphs) throws -> Encoded {
+        let vocabulary = graphs.vocabulary
+        let cross = try graphs.encode(decode.features, frames: decode.frames, padding: decode.padding)
+        var sequence = [vocabulary.startOfTranscript]
+        var language: String? = "en"
+        var languageProbability: Double?
+        if let taskToken = decode.taskToken {
+            language = decode.language
+            if decode.language.isEmpty {
+                let identified = try identifyLanguage(cross, graphs: graphs)
+                (language, languageProbability) = (identified.code, identified.probability)
+            }
+            guard let code = language, let token = vocabulary.languageToken(code) else {
+                throw WhisperModelError.unsupported("the model has no language \"\(language ?? "")\"")
+            }
+            sequence += [token, taskToken]
+        }
+        sequence.append(vocabulary.noTimestamps)
+        return Encoded(prepared: decode, cross: cross, sequence: sequence, language: language, languageProbability: languageProbability,
+                       startOfPrevious: vocabulary.startOfPrevious)
     }
 
     /// The first temperature's search of a batch of decodes: those with as many initial tokens,
-    /// the same temperature and as many sequences advance together, one decoder call per step;
-    /// each decode's pass goes to `deliver` as soon as its search ends.
+    /// the same temperature and as many sequences are encoded, one after another, into one set of
+    /// keys and values and advance together, one decoder call per step; each decode's pass goes to
+    /// `deliver` as soon as its search ends.
     private static func firstPasses(_ decodes: [Prepared], graphs: WhisperGraphs, deliver: (Int, Result<FirstPass, any Error>) -> Void) {
         struct Key: Hashable {
             var initialCount: Int
@@ -175,24 +209,44 @@ public final class WhisperDecoder: Sendable {
         var groups: [Key: [Int]] = [:], order: [Key] = []
         for (index, decode) in decodes.enumerated() {
             let temperature = decode.options.temperatures[0]
-            let key = Key(initialCount: decode.initial(at: temperature).tokens.count, temperature: temperature,
+            let key = Key(initialCount: decode.initialCount(at: temperature), temperature: temperature,
                           beamSize: temperature > 0 ? decode.options.bestOf : decode.options.beamSize)
             if groups[key] == nil { order.append(key) }
             groups[key, default: []].append(index)
         }
         for key in order {
-            // Longest audio first: a batch's shorter audios tend to end first, and the last ones'
-            // ending leaves the others' keys and values where they are (``CrossAttention/audios(_:)``).
-            let members = groups[key]!.sorted { decodes[$0].cross.audioFrames > decodes[$1].cross.audioFrames }
+            // Longest audio first: its keys and values size the batch's, and a batch's shorter
+            // audios tend to end first, which leaves the others' where they are
+            // (``CrossAttention/audios(_:)``).
+            let sorted = groups[key]!.sorted { decodes[$0].frames + decodes[$0].padding > decodes[$1].frames + decodes[$1].padding }
+            var members: [Int] = [], encoded: [Encoded] = []
+            var batch: CrossAttentionBatch?
+            for member in sorted {
+                do {
+                    let own = try encode(decodes[member], graphs: graphs)
+                    if sorted.count == 1 {
+                        encoded.append(own)
+                    } else {
+                        if batch == nil { batch = try CrossAttentionBatch(audios: sorted.count, longest: own.cross) }
+                        let slot = try batch!.place(own.cross)
+                        encoded.append(Encoded(prepared: own.prepared, cross: try batch!.audio(slot), sequence: own.sequence, language: own.language,
+                                               languageProbability: own.languageProbability, startOfPrevious: own.startOfPrevious))
+                    }
+                    members.append(member)
+                } catch {
+                    deliver(member, .failure(error))
+                }
+            }
+            guard !encoded.isEmpty else { continue }
             var delivered = Set<Int>()
             do {
-                let cross = try CrossAttention.joined(members.map { decodes[$0].cross })
-                let initials = members.map { decodes[$0].initial(at: key.temperature) }
+                let cross = try batch.map { try $0.placed() } ?? encoded[0].cross
+                let initials = encoded.map { $0.initial(at: key.temperature) }
                 let starts = try WhisperSearch.start(initials.map(\.tokens), sotIndices: initials.map(\.sotIndex), cross: cross, graphs: graphs)
                 try WhisperSearch.run(members.map { decodes[$0].search }, from: starts, initialCount: key.initialCount,
                                       cross: cross, temperature: key.temperature) { slot, hypotheses in
                     delivered.insert(members[slot])
-                    deliver(members[slot], .success(FirstPass(start: starts[slot], hypotheses: hypotheses)))
+                    deliver(members[slot], .success(FirstPass(decode: encoded[slot], start: starts[slot], hypotheses: hypotheses)))
                 }
             } catch {
                 for member in members where !delivered.contains(member) { deliver(member, .failure(error)) }
@@ -202,9 +256,10 @@ public final class WhisperDecoder: Sendable {
 
     /// Temperature fallback after the first pass, the choice among the temperatures tried, word
     /// times and the result.
-    private func finish(_ decode: Prepared, first: FirstPass) throws -> EngineWhisperResult {
-        let vocabulary = graphs.vocabulary, options = decode.options, request = decode.request
-        let search = decode.search, cross = decode.cross
+    private func finish(_ first: FirstPass) throws -> EngineWhisperResult {
+        let decode = first.decode, prepared = decode.prepared
+        let vocabulary = graphs.vocabulary, options = prepared.options, request = prepared.request
+        let search = prepared.search, cross = decode.cross
         var starts: [Int: WhisperSearch.Start] = [decode.initial(at: options.temperatures[0]).tokens.count: first.start]
         // Each temperature's best result and whether it passed; the first that passes is kept.
         var tried: [(hypotheses: [WhisperHypothesis], temperature: Double, ratio: Double, start: WhisperSearch.Start)] = []
@@ -246,7 +301,7 @@ public final class WhisperDecoder: Sendable {
         let silence = start.noSpeechProbability > options.noSpeechThreshold && best.averageLogProbability < options.logProbThreshold
         if silence { best.tokens = [] }
         let text = vocabulary.text(best.tokens)
-        let times = try align(best.tokens, sequence: decode.sequence, cross: cross, frames: decode.frames)
+        let times = try align(best.tokens, sequence: decode.sequence, cross: cross, frames: prepared.frames)
         let alternatives = chosen.hypotheses.dropFirst().prefix(max(0, request.alternatives ?? 0)).map {
             EngineWhisperAlternative(text: vocabulary.text($0.tokens).trimmingCharacters(in: .whitespaces), averageLogProbability: $0.averageLogProbability)
         }
@@ -256,12 +311,12 @@ public final class WhisperDecoder: Sendable {
             durations: times.durations, logProbabilities: silence ? [] : best.logProbabilities, tokenIDs: best.tokens,
             averageLogProbability: best.averageLogProbability, noSpeechProbability: start.noSpeechProbability,
             compressionRatio: Self.compressionRatio(text), temperature: chosen.temperature, languageProbability: decode.languageProbability,
-            alternatives: request.alternatives == nil ? nil : Array(alternatives), promptTokensDropped: decode.promptTokensDropped)
+            alternatives: request.alternatives == nil ? nil : Array(alternatives), promptTokensDropped: prepared.promptTokensDropped)
     }
 
     /// The most probable language and its probability: the start-of-transcript token's next
     /// token, over language tokens only.
-    private func identifyLanguage(_ cross: CrossAttention) throws -> (code: String, probability: Double) {
+    private static func identifyLanguage(_ cross: CrossAttention, graphs: WhisperGraphs) throws -> (code: String, probability: Double) {
         let vocabulary = graphs.vocabulary
         let step = try graphs.step([[vocabulary.startOfTranscript]], cache: nil, cross: cross)
         let row = step.logits(sequence: 0, position: 0)

@@ -14,8 +14,8 @@ final class WhisperGraphs: Sendable {
     /// `cross_attention_weights` output lists them.
     let alignmentHeads: Int
     /// The converter version these graphs need (3: each layer's cross-attention K/V an input of
-    /// its own, several audios per decoder call).
-    static let graphVersion = 3
+    /// its own, several audios per decoder call; 4: logits of the positions asked for only).
+    static let graphVersion = 4
 
     private let encoder: ORTSession
     private let decoder: ORTSession
@@ -70,12 +70,16 @@ final class WhisperGraphs: Sendable {
         return try run()
     }
 
-    /// One decoder call for `tokens` (one row per sequence, all of one length) after `cache`.
-    /// The rows are grouped by audio: `cross` holds A audios and audio a's sequences are rows
-    /// a·R ..< (a + 1)·R, R = rows / A (one audio: any number of rows).
-    func step(_ tokens: [[Int]], cache: SelfAttentionCache?, cross: CrossAttention, attention: Bool = false) throws -> DecoderStep {
+    /// One decoder call for `tokens` (one row per sequence, all of one length) after `cache`,
+    /// with the logits of the token positions `logitsAt` (nil: the last). The rows are grouped by
+    /// audio: `cross` holds A audios and audio a's sequences are rows a·R ..< (a + 1)·R,
+    /// R = rows / A (one audio: any number of rows).
+    func step(_ tokens: [[Int]], cache: SelfAttentionCache?, cross: CrossAttention, attention: Bool = false,
+              logitsAt positions: [Int]? = nil) throws -> DecoderStep {
         let batch = tokens.count, count = tokens.first?.count ?? 0
         precondition(batch % cross.batch == 0, "\(batch) sequences for \(cross.batch) audios")
+        let positions = positions ?? [count - 1]
+        precondition(!positions.isEmpty && positions.allSatisfy { (0..<count).contains($0) }, "logits of positions \(positions) of \(count)")
         let cache = try cache ?? SelfAttentionCache.empty(layers: layers, batch: batch, state: state)
         let input = try ORTValue.int64s([batch, count], tokens.flatMap { $0.map(Int64.init) })
         let offset = try ORTValue.int64s([1], [Int64(cache.length)])
@@ -84,6 +88,7 @@ final class WhisperGraphs: Sendable {
         var inputs = [
             ("tokens", input), ("in_n_layer_self_k_cache", cache.keys), ("in_n_layer_self_v_cache", cache.values), ("offset", offset),
             ("cross_frames", try ORTValue.int64s([cross.batch], cross.frames.map(Int64.init))),
+            ("logit_positions", try ORTValue.int64s([positions.count], positions.map(Int64.init))),
         ]
         for layer in 0..<layers {
             inputs.append(("cross_k_\(layer)", cross.keys[layer]))
@@ -91,7 +96,7 @@ final class WhisperGraphs: Sendable {
         }
         let outputs = try computing { try decoder.run(inputs, outputs: names) }
         return DecoderStep(
-            logits: outputs[0], tokens: count,
+            logits: outputs[0], positions: positions,
             cache: SelfAttentionCache(keys: outputs[1], values: outputs[2], layers: layers, batch: batch, length: cache.length + count, state: state),
             attention: attention ? outputs[3] : nil)
     }
@@ -122,7 +127,7 @@ struct CrossAttention: @unchecked Sendable {
         audioFrames = shape[3]
     }
 
-    private init(keys: [ORTValue], values: [ORTValue], frames: [Int], audioFrames: Int) {
+    fileprivate init(keys: [ORTValue], values: [ORTValue], frames: [Int], audioFrames: Int) {
         self.keys = keys
         self.values = values
         self.frames = frames
@@ -136,44 +141,6 @@ struct CrossAttention: @unchecked Sendable {
         var inner = Array(shape.dropFirst())
         inner[0] = count
         return try (0..<shape[0]).map { try ORTValue.view(of: value, offset: $0 * block, shape: inner) }
-    }
-
-    /// Several audios' keys and values in one batch, each padded to the longest.
-    static func joined(_ parts: [CrossAttention]) throws -> CrossAttention {
-        if parts.count == 1 { return parts[0] }
-        let longest = parts.map(\.audioFrames).max() ?? 0
-        let state = parts[0].keys[0].shape[1], headState = parts[0].values[0].shape[2], heads = state / headState
-        let audios = parts.map(\.batch).reduce(0, +)
-        var keys: [ORTValue] = [], values: [ORTValue] = []
-        for layer in parts[0].keys.indices {
-            // Keys: each of an audio's `state` rows padded to `longest` frames.
-            keys.append(try ORTValue.floats([audios, state, longest]) { out in
-                out.initialize(repeating: 0)
-                var audio = 0
-                for part in parts {
-                    let source = part.keys[layer].floats(), width = part.audioFrames
-                    for row in 0..<(part.batch * state) {
-                        let to = (audio * state + row) * longest
-                        _ = UnsafeMutableBufferPointer(rebasing: out[to..<(to + width)]).initialize(from: source[(row * width)..<((row + 1) * width)])
-                    }
-                    audio += part.batch
-                }
-            })
-            // Values: each head's frames padded to `longest`.
-            values.append(try ORTValue.floats([audios, heads * longest, headState]) { out in
-                out.initialize(repeating: 0)
-                var audio = 0
-                for part in parts {
-                    let source = part.values[layer].floats(), block = part.audioFrames * headState
-                    for head in 0..<(part.batch * heads) {
-                        let to = (audio * heads + head) * longest * headState
-                        _ = UnsafeMutableBufferPointer(rebasing: out[to..<(to + block)]).initialize(from: source[(head * block)..<((head + 1) * block)])
-                    }
-                    audio += part.batch
-                }
-            })
-        }
-        return CrossAttention(keys: keys, values: values, frames: parts.flatMap(\.frames), audioFrames: longest)
     }
 
     /// The audios at `indices`, in that order: views when they are the first ones (the batch's
@@ -215,6 +182,68 @@ struct CrossAttention: @unchecked Sendable {
     }
 }
 
+/// Several audios' keys and values in one batch, each padded to the longest: room made once, each
+/// audio copied in as soon as it is encoded (its own copy then goes), so a batch never holds an
+/// audio's keys and values twice.
+struct CrossAttentionBatch {
+    private let keys: [ORTValue]
+    private let values: [ORTValue]
+    private let state: Int
+    private let heads: Int
+    private let headState: Int
+    private let audioFrames: Int
+    /// Encoder frames of each audio placed so far, slot by slot.
+    private var frames: [Int] = []
+
+    /// Room for `audios` audios, none longer than `longest` (one audio; its shapes are the batch's).
+    init(audios: Int, longest: CrossAttention) throws {
+        precondition(longest.batch == 1, "room sized by one audio")
+        state = longest.keys[0].shape[1]
+        headState = longest.values[0].shape[2]
+        heads = state / headState
+        audioFrames = longest.audioFrames
+        let (state, heads, headState, frames) = (state, heads, headState, audioFrames)
+        keys = try longest.keys.indices.map { _ in try ORTValue.floats([audios, state, frames]) { $0.initialize(repeating: 0) } }
+        values = try longest.values.indices.map { _ in try ORTValue.floats([audios, heads * frames, headState]) { $0.initialize(repeating: 0) } }
+    }
+
+    /// Copies one audio's keys and values into the next slot, padded; returns the slot.
+    mutating func place(_ part: CrossAttention) throws -> Int {
+        let slot = frames.count, width = part.audioFrames
+        precondition(part.batch == 1 && slot < keys[0].shape[0] && width <= audioFrames, "an audio that does not fit the batch")
+        for layer in keys.indices {
+            // Keys: each of the audio's `state` rows padded to the batch's frames.
+            let keyRoom = keys[layer].mutableFloats(), keySource = part.keys[layer].floats()
+            for row in 0..<state {
+                let to = (slot * state + row) * audioFrames
+                _ = UnsafeMutableBufferPointer(rebasing: keyRoom[to..<(to + width)]).initialize(from: keySource[(row * width)..<((row + 1) * width)])
+            }
+            // Values: each head's frames padded to the batch's.
+            let valueRoom = values[layer].mutableFloats(), valueSource = part.values[layer].floats(), block = width * headState
+            for head in 0..<heads {
+                let to = (slot * heads + head) * audioFrames * headState
+                _ = UnsafeMutableBufferPointer(rebasing: valueRoom[to..<(to + block)]).initialize(from: valueSource[(head * block)..<((head + 1) * block)])
+            }
+        }
+        frames.append(part.frames[0])
+        return slot
+    }
+
+    /// The audios placed, as one batch.
+    func placed() throws -> CrossAttention {
+        let all = CrossAttention(keys: keys, values: values, frames: frames + Array(repeating: 0, count: keys[0].shape[0] - frames.count), audioFrames: audioFrames)
+        return frames.count == keys[0].shape[0] ? all : try all.audios(Array(frames.indices))
+    }
+
+    /// The audio in `slot` alone: a view of the batch's storage (its padding masked).
+    func audio(_ slot: Int) throws -> CrossAttention {
+        let keyBlock = state * audioFrames, valueBlock = heads * audioFrames * headState
+        return CrossAttention(keys: try keys.map { try ORTValue.view(of: $0, offset: slot * keyBlock, shape: [1, state, audioFrames]) },
+                              values: try values.map { try ORTValue.view(of: $0, offset: slot * valueBlock, shape: [1, heads * audioFrames, headState]) },
+                              frames: [frames[slot]], audioFrames: audioFrames)
+    }
+}
+
 /// The decoder's self-attention keys and values for the positions decoded so far.
 struct SelfAttentionCache: @unchecked Sendable {
     // @unchecked: read only, by one decode.
@@ -244,25 +273,27 @@ struct SelfAttentionCache: @unchecked Sendable {
 struct DecoderStep: @unchecked Sendable {
     // @unchecked: read only, by one decode.
     let logits: ORTValue
-    let tokens: Int
+    /// The token positions whose logits the call computed, in the logits' order.
+    let positions: [Int]
     let cache: SelfAttentionCache
     let attention: ORTValue?
     /// The logits' storage and row length, looked up once (every sequence reads its row each step).
     private let storage: UnsafeBufferPointer<Float>
     private let vocabulary: Int
 
-    init(logits: ORTValue, tokens: Int, cache: SelfAttentionCache, attention: ORTValue?) {
+    init(logits: ORTValue, positions: [Int], cache: SelfAttentionCache, attention: ORTValue?) {
         self.logits = logits
-        self.tokens = tokens
+        self.positions = positions
         self.cache = cache
         self.attention = attention
         storage = logits.floats()
-        vocabulary = storage.count / max(1, cache.batch * tokens)
+        vocabulary = storage.count / max(1, cache.batch * positions.count)
     }
 
-    /// The logits after position `position` of sequence `sequence`.
+    /// The logits after position `position` (one the call computed) of sequence `sequence`.
     func logits(sequence: Int, position: Int) -> UnsafeBufferPointer<Float> {
-        let start = (sequence * tokens + position) * vocabulary
+        guard let index = positions.firstIndex(of: position) else { preconditionFailure("no logits at position \(position) of \(positions)") }
+        let start = (sequence * positions.count + index) * vocabulary
         return UnsafeBufferPointer(rebasing: storage[start..<(start + vocabulary)])
     }
 }

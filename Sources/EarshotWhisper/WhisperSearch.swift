@@ -77,7 +77,8 @@ struct WhisperSearch: Sendable {
     /// decode i's start-of-transcript at `sotIndices[i]`, its audio i of `cross`) through the
     /// decoder in one call.
     static func start(_ initials: [[Int]], sotIndices: [Int], cross: CrossAttention, graphs: WhisperGraphs) throws -> [Start] {
-        let step = try graphs.step(initials, cache: nil, cross: cross)
+        // The logits of each start-of-transcript (its no-speech probability) and of the last token.
+        let step = try graphs.step(initials, cache: nil, cross: cross, logitsAt: Array(Set(sotIndices + [initials[0].count - 1])).sorted())
         return sotIndices.enumerated().map { row, sotIndex in
             let probabilities = logSoftmax(Array(step.logits(sequence: row, position: sotIndex)))
             return Start(step: step, row: row, noSpeechProbability: exp(probabilities[graphs.vocabulary.noSpeech]))

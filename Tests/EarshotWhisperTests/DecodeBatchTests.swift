@@ -62,6 +62,52 @@ import TestSupport
         await callers.done()
     }
 
+    /// A batch's keys and values are made once and each audio copied in, padded to the longest,
+    /// as it is encoded; an audio's view of them reads the batch's storage, so holding the batch
+    /// never holds an audio twice (the memory a model's concurrent decodes take).
+    @Test func aBatchHoldsEachAudioOnceWithItsPaddingZero() throws {
+        let (layers, state, heads) = (2, 4, 2), headState = state / heads
+        // Audio a's value at (layer, index): distinct, never zero.
+        func audio(_ a: Int, frames: Int) throws -> CrossAttention {
+            let keys = try ORTValue.floats([layers, 1, state, frames]) { out in
+                for index in out.indices { out[index] = Float(a * 100_000 + index + 1) }
+            }
+            let values = try ORTValue.floats([layers, 1, heads * frames, headState]) { out in
+                for index in out.indices { out[index] = -Float(a * 100_000 + index + 1) }
+            }
+            return try CrossAttention(encoded: keys, values: values)
+        }
+        let long = try audio(1, frames: 5), short = try audio(2, frames: 3)
+        var batch = try CrossAttentionBatch(audios: 2, longest: long)
+        #expect(try batch.place(long) == 0)
+        #expect(try batch.place(short) == 1)
+        let placed = try batch.placed()
+        #expect(placed.frames == [5, 3] && placed.audioFrames == 5 && placed.batch == 2)
+        let alone = try batch.audio(1)
+        #expect(alone.frames == [3] && alone.audioFrames == 5 && alone.batch == 1)
+        for layer in 0..<layers {
+            // Keys: each row of the short audio's, then zeros to the longest.
+            let keys = alone.keys[layer].floats(), source = short.keys[layer].floats()
+            for row in 0..<state {
+                #expect(Array(keys[(row * 5)..<(row * 5 + 3)]) == Array(source[(row * 3)..<(row * 3 + 3)]))
+                #expect(keys[(row * 5 + 3)..<(row * 5 + 5)].allSatisfy { $0 == 0 })
+            }
+            // Values: each head's frames, then zeros.
+            let values = alone.values[layer].floats(), sourceValues = short.values[layer].floats()
+            for head in 0..<heads {
+                let to = head * 5 * headState, from = head * 3 * headState
+                #expect(Array(values[to..<(to + 3 * headState)]) == Array(sourceValues[from..<(from + 3 * headState)]))
+                #expect(values[(to + 3 * headState)..<(to + 5 * headState)].allSatisfy { $0 == 0 })
+            }
+            // The view is the batch's storage, not a copy.
+            #expect(alone.keys[layer].floats().baseAddress == placed.keys[layer].floats().baseAddress! + state * 5)
+        }
+        // An audio that failed to encode leaves the batch with those placed.
+        var partial = try CrossAttentionBatch(audios: 3, longest: long)
+        _ = try partial.place(long)
+        #expect(try partial.placed().frames == [5])
+    }
+
     /// The same audios decode to the same tokens, log probabilities and times batched as alone:
     /// five LibriVox clips of different lengths (the shorter padded to the longest, the padding
     /// masked), beam 5 and greedy (two groups of one batch), one with a prompt (a group of its own)

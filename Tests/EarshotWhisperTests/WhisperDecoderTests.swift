@@ -184,6 +184,31 @@ import TestSupport
         #expect(!alternatives.contains { $0.text == result.text.trimmingCharacters(in: .whitespaces) })
     }
 
+    /// Graphs of an older converter (an asset installed before an update: version 3 computed
+    /// every position's logits and took no `logit_positions`) are refused when loaded, with what to
+    /// do, never run into a graph error mid-decode.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func graphsOfAnOlderConverterAreRefusedWithWhatToDo() async throws {
+        let directory = try TempDirectory("esoldgraph")
+        defer { directory.remove() }
+        let models = EmbeddedModels.whisperBase, encoder = directory.file("base-encoder.int8.onnx")
+        let rewrite = """
+            import onnx, sys
+            m = onnx.load(sys.argv[1])
+            next(p for p in m.metadata_props if p.key == "version").value = "3"
+            onnx.save(m, sys.argv[2])
+            """
+        let run = try await ChildProcess.run("/usr/bin/env", ["python3", "-c", rewrite, models + "/base-encoder.int8.onnx", encoder], in: directory)
+        try #require(run.status == 0, "\(run.stderr)")
+        #expect {
+            try WhisperDecoder(EngineWhisperLoad(id: "", object: "old", encoder: encoder, decoder: models + "/base-decoder.int8.onnx",
+                                                 tokens: models + "/base-tokens.txt", language: "en", task: "transcribe", threads: 1))
+        } throws: { error in
+            guard case WhisperModelError.unsupported(let message) = error else { return false }
+            return message.contains("version 3") && message.contains("earshotctl update")
+        }
+    }
+
     /// Bad options are typed errors, never a crash: beam 0 and 17, temperature 1.5, another rate,
     /// an unknown language.
     @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))

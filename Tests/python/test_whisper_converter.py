@@ -272,8 +272,9 @@ class WhisperConverterTest(unittest.TestCase):
     def run_encoder(self, kind):
         return self.sessions[kind].run(None, {"mel": self.mel})
 
-    def run_decoder(self, kind, tokens, k_cache, v_cache, cross_k, cross_v, offset, cross_frames=None):
-        """tokens: one row (a list of ids) or rows (a list of lists)."""
+    def run_decoder(self, kind, tokens, k_cache, v_cache, cross_k, cross_v, offset, cross_frames=None, positions=None):
+        """tokens: one row (a list of ids) or rows (a list of lists); the logits of `positions`
+        (default: every position)."""
         rows = tokens if tokens and isinstance(tokens[0], list) else [tokens]
         feed = {"tokens": np.array(rows, dtype=np.int64),
                 "in_n_layer_self_k_cache": k_cache, "in_n_layer_self_v_cache": v_cache,
@@ -281,6 +282,7 @@ class WhisperConverterTest(unittest.TestCase):
         for i in range(DIMS["n_text_layer"]):
             feed[f"cross_k_{i}"], feed[f"cross_v_{i}"] = cross_k[i], cross_v[i]
         feed["cross_frames"] = np.array(cross_frames or [cross_k.shape[3]] * cross_k.shape[1], dtype=np.int64)
+        feed["logit_positions"] = np.array(range(len(rows[0])) if positions is None else positions, dtype=np.int64)
         return self.sessions[kind].run(None, feed)
 
     def empty_cache(self):
@@ -300,7 +302,7 @@ class WhisperConverterTest(unittest.TestCase):
         m = onnx.load(self.out["encoder"], load_external_data=False)
         md = {p.key: p.value for p in m.metadata_props}
         expected = {
-            "model_type": "whisper-tiny-test", "version": "3", "maintainer": "k2-fsa",
+            "model_type": "whisper-tiny-test", "version": "4", "maintainer": "k2-fsa",
             "n_mels": "16", "n_audio_ctx": "24", "n_audio_state": "32", "n_audio_head": "4", "n_audio_layer": "2",
             "n_vocab": str(len(VOCAB)), "n_text_ctx": "16", "n_text_state": "32", "n_text_head": "4", "n_text_layer": "2",
             "sot": str(EOT + 1), "eot": str(EOT), "sot_index": "0",
@@ -372,6 +374,23 @@ class WhisperConverterTest(unittest.TestCase):
                 # probabilities: softmax over the audio frames
                 np.testing.assert_allclose(out[3].sum(axis=-1), 1.0, atol=1e-5)
                 self.assertTrue((out[3] >= 0).all())
+
+    def test_logits_only_at_the_positions_asked_for(self):
+        """Version 4: the logits come for `logit_positions` only, in their order, each exactly the
+        logits of that position with every position asked for; the caches and the alignment heads'
+        probabilities do not change (a first call after a prompt needs 2 positions' logits, a word
+        alignment none)."""
+        for kind in ("decoder", "fp32_decoder"):
+            ck, cv = self.run_encoder(kind.replace("decoder", "encoder"))
+            k, v = self.empty_cache()
+            tokens = [EOT + 1, EOT + 3, EOT + 6, 7, 9]
+            every = self.run_decoder(kind, tokens, k, v, ck, cv, 0)
+            some = self.run_decoder(kind, tokens, k, v, ck, cv, 0, positions=[4, 0])
+            self.assertEqual(some[0].shape, (1, 2, len(VOCAB)))
+            np.testing.assert_array_equal(some[0][0, 0], every[0][0, 4])
+            np.testing.assert_array_equal(some[0][0, 1], every[0][0, 0])
+            for index in (1, 2, 3):
+                np.testing.assert_array_equal(some[index], every[index])
 
     def test_fp32_graphs_match_numpy_reference(self):
         (ck, cv), first, second = self.decode_two_steps("fp32_encoder", "fp32_decoder")

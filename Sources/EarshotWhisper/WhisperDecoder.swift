@@ -117,6 +117,12 @@ public final class WhisperDecoder: Sendable {
         let languageProbability: Double?
         let startOfPrevious: Int
 
+        /// The same decode reading `cross` (its view of a batch's keys and values).
+        func reading(_ cross: CrossAttention) -> Encoded {
+            Encoded(prepared: prepared, cross: cross, sequence: sequence, language: language, languageProbability: languageProbability,
+                    startOfPrevious: startOfPrevious)
+        }
+
         /// What the decoder is first given at `temperature`.
         func initial(at temperature: Double) -> (tokens: [Int], sotIndex: Int) {
             let prompt = prepared.prompt, prompted = prepared.prompted(at: temperature)
@@ -228,9 +234,8 @@ public final class WhisperDecoder: Sendable {
                         encoded.append(own)
                     } else {
                         if batch == nil { batch = try CrossAttentionBatch(audios: sorted.count, longest: own.cross) }
-                        let slot = try batch!.place(own.cross)
-                        encoded.append(Encoded(prepared: own.prepared, cross: try batch!.audio(slot), sequence: own.sequence, language: own.language,
-                                               languageProbability: own.languageProbability, startOfPrevious: own.startOfPrevious))
+                        let slot = batch!.place(own.cross)
+                        encoded.append(own.reading(try batch!.audio(slot)))
                     }
                     members.append(member)
                 } catch {

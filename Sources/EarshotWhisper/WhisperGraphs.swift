@@ -208,7 +208,7 @@ struct CrossAttentionBatch {
     }
 
     /// Copies one audio's keys and values into the next slot, padded; returns the slot.
-    mutating func place(_ part: CrossAttention) throws -> Int {
+    mutating func place(_ part: CrossAttention) -> Int {
         let slot = frames.count, width = part.audioFrames
         precondition(part.batch == 1 && slot < keys[0].shape[0] && width <= audioFrames, "an audio that does not fit the batch")
         for layer in keys.indices {

@@ -1,4 +1,15 @@
 import Foundation
+import Synchronization
+
+/// Directories that live as long as the test process, removed when it exits.
+private let removedAtExit = Mutex<[String]>([])
+private let owner = getpid()
+private let exitHook: Void = {
+    atexit {
+        guard getpid() == owner else { return }  // a forked child leaves its parent's directories
+        for path in removedAtExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+    }
+}()
 
 /// A fresh directory under /tmp (short, so socket paths inside fit `sockaddr_un`), removed on `remove()`.
 public struct TempDirectory: Sendable {
@@ -24,5 +35,12 @@ public struct TempDirectory: Sendable {
 
     public func remove() {
         try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Removes the directory when the process exits too: for a fixture shared by a whole test
+    /// run, which no test can remove, or one a failing test may leave before its `remove()`.
+    public func removeAtExit() {
+        _ = exitHook
+        removedAtExit.withLock { $0.append(path) }
     }
 }

@@ -38,6 +38,7 @@ actor CoreFixture {
     func assetService() async throws -> AssetService {
         if let assets { return assets }
         let directory = try TempDirectory("escore")
+        directory.removeAtExit()
         self.directory = directory
         let settings = AssetSettings(stateDirectory: directory.file("state"), cacheDirectory: directory.file("cache"),
                                      catalogURLs: ["file://" + EmbeddedModels.catalog], keyDirectories: [EmbeddedModels.prefix + "/keys"])

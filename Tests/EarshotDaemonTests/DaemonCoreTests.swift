@@ -26,6 +26,7 @@ final class DaemonCore: Sendable {
     /// `config`: the daemon's config file (its `[Limits]` time the connections, as in earshotd).
     init(config text: String = "") async throws {
         directory = try TempDirectory("escore")
+        directory.removeAtExit()
         var config = DaemonConfig()
         config.parse(text, source: "test.conf")
         self.config = config

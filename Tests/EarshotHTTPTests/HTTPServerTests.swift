@@ -43,6 +43,7 @@ import TestSupport
         let server: HTTPServer
         init(limits: HTTPLimits = HTTPLimits(), clock: any ServiceClock = SystemServiceClock(), handler: any HTTPHandler = Echo()) throws {
             directory = try TempDirectory("http")
+            directory.removeAtExit()
             socket = directory.file("http.sock")
             fd = try UnixSocket.listen(path: socket, mode: 0o600)
             server = try HTTPServer(listening: fd, local: true, limits: limits, clock: clock, handler: handler)

@@ -116,8 +116,13 @@ public struct EngineWhisperDecode: WireEvent, Hashable {
     public var beamSize: Int?
     /// Temperatures tried in turn, each in [0, 1] (`[0]`: no fallback).
     public var temperatures: [Double]?
-    /// Text the decode continues from (earlier text of the recording, or a user's prompt).
+    /// A user's prompt: text the decode continues from (its last ``DecodingOptions/maxPromptTokens``
+    /// tokens; what goes is reported as `promptTokensDropped`).
     public var prompt: String?
+    /// The recording's earlier text (`ConditionOnPreviousText`): its last tokens fill what
+    /// ``prompt`` and ``context`` leave of ``DecodingOptions/maxPromptTokens``, as faster-whisper
+    /// takes the end of the text since its last reset; never counted as dropped.
+    public var previousText: String?
     /// Phrases the decode is biased towards (and which join the prompt).
     public var context: [String]?
     /// Alternative texts wanted besides the best (from the beam), 0…``maxBeamSize`` − 1.
@@ -127,7 +132,7 @@ public struct EngineWhisperDecode: WireEvent, Hashable {
     public static let maxBeamSize = DecodingOptions.maxBeamSize
 
     public init(id: String, object: String, sampleRate: Int, language: String? = nil, task: String? = nil, beamSize: Int? = nil,
-                temperatures: [Double]? = nil, prompt: String? = nil, context: [String]? = nil, alternatives: Int? = nil) {
+                temperatures: [Double]? = nil, prompt: String? = nil, previousText: String? = nil, context: [String]? = nil, alternatives: Int? = nil) {
         self.id = id
         self.object = object
         self.sampleRate = sampleRate
@@ -136,6 +141,7 @@ public struct EngineWhisperDecode: WireEvent, Hashable {
         self.beamSize = beamSize
         self.temperatures = temperatures
         self.prompt = prompt
+        self.previousText = previousText
         self.context = context
         self.alternatives = alternatives
     }

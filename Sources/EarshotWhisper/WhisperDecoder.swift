@@ -89,7 +89,8 @@ public final class WhisperDecoder: Sendable {
         let language: String
         /// The task's token (multilingual models only).
         let taskToken: Int?
-        /// The prompt's tokens (its last ``maxPromptTokens``).
+        /// The prompt's tokens: the end of the recording's earlier text, then the user's prompt
+        /// and contextual strings (their last ``maxPromptTokens``); at most ``maxPromptTokens``.
         let prompt: [Int]
         let promptTokensDropped: Int
 
@@ -138,6 +139,24 @@ public final class WhisperDecoder: Sendable {
         let hypotheses: [WhisperHypothesis]
     }
 
+    /// The prompt's tokens for `request`: the end of the recording's earlier text, then the
+    /// user's prompt and `phrases` (their last ``maxPromptTokens``, the rest counted as dropped),
+    /// at most ``maxPromptTokens`` in all. Only the user's words are ever reported as dropped;
+    /// earlier text fills the room they leave, as faster-whisper keeps the end of its.
+    static func prompt(_ request: EngineWhisperDecode, phrases: [String], vocabulary: WhisperVocabulary) -> (tokens: [Int], dropped: Int) {
+        var text = request.prompt?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        // A list, not a sentence: prompted with a full stop, a name alone was copied to the text's start.
+        if !phrases.isEmpty { text += (text.isEmpty ? "" : " ") + phrases.joined(separator: ", ") }
+        var tokens = text.isEmpty ? [] : vocabulary.encode(" " + text)
+        let dropped = max(0, tokens.count - maxPromptTokens)
+        tokens.removeFirst(dropped)
+        let previous = request.previousText?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        if !previous.isEmpty, tokens.count < maxPromptTokens {
+            tokens = vocabulary.encode(" " + previous).suffix(maxPromptTokens - tokens.count) + tokens
+        }
+        return (tokens, dropped)
+    }
+
     /// Checks the request and computes the features and the prompt; the audio is encoded by its
     /// batch.
     private func prepare(_ samples: [Float], _ request: EngineWhisperDecode) throws -> Prepared {
@@ -165,13 +184,8 @@ public final class WhisperDecoder: Sendable {
         let frames = min(mel.frames, Self.maxFrames - 50)
         let padding = min(frames + tailFrames, Self.maxFrames) - frames
 
-        var promptText = request.prompt?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let phrases = (request.context ?? []).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
-        // A list, not a sentence: prompted with a full stop, a name alone was copied to the text's start.
-        if !phrases.isEmpty { promptText += (promptText.isEmpty ? "" : " ") + phrases.joined(separator: ", ") }
-        var prompt = promptText.isEmpty ? [] : vocabulary.encode(" " + promptText)
-        let dropped = max(0, prompt.count - Self.maxPromptTokens)
-        prompt.removeFirst(dropped)
+        let (prompt, dropped) = Self.prompt(request, phrases: phrases, vocabulary: vocabulary)
         let search = WhisperSearch(graphs: graphs, options: options, bias: phrases.isEmpty ? nil : ContextBias(phrases: phrases, vocabulary: vocabulary))
         return Prepared(request: request, options: options, search: search, features: mel.values, frames: frames, padding: padding,
                         language: language, taskToken: vocabulary.isMultilingual ? (task == "translate" ? vocabulary.translate : vocabulary.transcribe) : nil,

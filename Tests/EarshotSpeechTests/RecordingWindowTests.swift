@@ -162,8 +162,8 @@ final class QuarterSecondWords: SegmentTranscribing, @unchecked Sendable {
     }
 }
 
-/// A transcriber that records the prompt of every call, and hears "cNwI" (call N, word I) for
-/// each quarter second.
+/// A transcriber that records the earlier text every call is given, and hears "cNwI" (call N,
+/// word I) for each quarter second.
 final class PromptRecorder: SegmentTranscribing, @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [String?] = []
@@ -171,7 +171,7 @@ final class PromptRecorder: SegmentTranscribing, @unchecked Sendable {
 
     func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
         let call = lock.withLock {
-            recorded.append(settings.prompt)
+            recorded.append(settings.previousText)
             return recorded.count - 1
         }
         let words = (0..<max(1, samples.count / 4000)).map { RecognizedWord(text: "c\(call)w\($0)", start: Double($0) / 4, end: Double($0 + 1) / 4) }
@@ -194,9 +194,15 @@ extension RecordingWindowTests {
         return (recorder, log)
     }
 
+    /// What each window of `texts` is prompted with: all the text before it (none for the first).
+    static func textsBefore(_ texts: [String]) -> [String?] {
+        texts.indices.map { $0 == 0 ? nil : texts[..<$0].joined(separator: " ") }
+    }
+
     /// With `ConditionOnPreviousText`, a recording's windows decode one at a time, each prompted
-    /// with the text of the window before (faster-whisper's condition_on_previous_text); without,
-    /// they decode side by side and unprompted.
+    /// with the text of the windows before (faster-whisper's condition_on_previous_text: all
+    /// the text since the last reset, not the last window's alone); without, they decode side
+    /// by side and unprompted.
     @Test func conditionedWindowsDecodeInTurnEachPromptedWithTheTextBefore() async throws {
         let audio = try ConcurrentDecodeTests.audio()
         for conditioned in [true, false] {
@@ -205,8 +211,8 @@ extension RecordingWindowTests {
             let texts = log.finals.filter { $0.module == 0 }.map(\.text)
             #expect(prompts.count == 3 && texts.count == 3, "one window per segment: \(prompts) \(texts)")
             if conditioned {
-                // Each prompt is the text of the window before, so that window had finished.
-                #expect(prompts == [nil] + texts.dropLast().map { Optional($0) }, "\(prompts) \(texts)")
+                // Each prompt is the text of the windows before, so they had finished.
+                #expect(prompts == Self.textsBefore(texts), "\(prompts) \(texts)")
             } else {
                 #expect(prompts.allSatisfy { $0 == nil })
             }
@@ -220,7 +226,7 @@ extension RecordingWindowTests {
     /// session's decode window (30 s), gathering the next segment waited on the queue for samples
     /// that only the waiting windows' decodes could give back, and a 5.9 min file stalled until
     /// the client gave up. Windows now wait on their decode lane, so a long recording of 1 s
-    /// windows (well over 30 s in all) finishes, every window prompted with the one before.
+    /// windows (well over 30 s in all) finishes, every window prompted with the ones before.
     @Test func conditionedWindowsOfALongRecordingNeverStallTheSession() async throws {
         let one = try ConcurrentDecodeTests.audio()
         let audio = Array(repeating: one, count: 8).flatMap { $0 }
@@ -228,6 +234,26 @@ extension RecordingWindowTests {
         let (recorder, log) = try await Self.recordInOneSecondWindows(audio, conditioned: true)
         let texts = log.finals.filter { $0.module == 0 }.map(\.text)
         #expect(texts.count == 24, "\(texts.count) windows")
-        #expect(recorder.prompts == [nil] + texts.dropLast().map { Optional($0) })
+        #expect(recorder.prompts == Self.textsBefore(texts))
+    }
+}
+
+extension RecordingWindowTests {
+    /// The text a window passes on is everything since the last reset, its end kept within
+    /// ``TextRelay/maxCharacters`` (cut at a word); nil resets it.
+    @Test func theTextPassedOnKeepsItsEndWithinItsBound() throws {
+        let relay = TextRelay()
+        let links = (0..<4).map { _ in relay.link() }
+        #expect(links[0].previousText() == nil)
+        links[0].pass("one two", after: nil)
+        let second = links[1].previousText()
+        #expect(second == "one two")
+        let long = (0..<2000).map { "w\($0)" }.joined(separator: " ")
+        links[1].pass(long, after: second)
+        let third = try #require(links[2].previousText())
+        #expect(third.count <= TextRelay.maxCharacters && third.count > TextRelay.maxCharacters - 64)
+        #expect(long.hasSuffix(third) && !third.hasPrefix(" ") && third.hasPrefix("w"), "cut at a word: \(third.prefix(12))")
+        links[2].pass(nil, after: third)
+        #expect(links[3].previousText() == nil)
     }
 }

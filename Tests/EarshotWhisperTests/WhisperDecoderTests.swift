@@ -117,6 +117,27 @@ import TestSupport
         #expect(bounded.starts.first.map { $0 < 1 } == true, "word times start with the speech: \(bounded.starts.prefix(3))")
     }
 
+    /// A recording's earlier text (`ConditionOnPreviousText`) goes before the user's prompt and
+    /// only fills the room it leaves, its end kept: it never pushes the user's words out and is
+    /// never reported as their drop (it was joined to the prompt, so a long recording reported
+    /// "--prompt: its first N tokens were dropped" with no --prompt given).
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func earlierTextFillsWhatThePromptLeaves() throws {
+        let vocabulary = try WhisperFixture.base().graphs.vocabulary
+        let previous = (0..<300).map { "word\($0)" }.joined(separator: " ")
+        let user = vocabulary.encode(" Tadhg Ó Súilleabháin Ouagadougou")
+        let alone = WhisperDecoder.prompt(WhisperFixture.request(previousText: previous), phrases: [], vocabulary: vocabulary)
+        #expect(alone.dropped == 0 && alone.tokens.count == WhisperDecoder.maxPromptTokens)
+        #expect(Array(vocabulary.encode(" " + previous).suffix(WhisperDecoder.maxPromptTokens)) == alone.tokens)
+        let both = WhisperDecoder.prompt(WhisperFixture.request(prompt: "Tadhg Ó Súilleabháin", previousText: previous), phrases: ["Ouagadougou"],
+                                         vocabulary: vocabulary)
+        #expect(both.dropped == 0 && both.tokens.count == WhisperDecoder.maxPromptTokens)
+        #expect(Array(both.tokens.suffix(user.count)) == user, "the user's words come last, whole")
+        #expect(Array(both.tokens.prefix(WhisperDecoder.maxPromptTokens - user.count)) == Array(alone.tokens.suffix(WhisperDecoder.maxPromptTokens - user.count)))
+        let short = WhisperDecoder.prompt(WhisperFixture.request(previousText: "  "), phrases: [], vocabulary: vocabulary)
+        #expect(short.tokens.isEmpty)
+    }
+
     /// Regression (sox dithered every conversion from a random seed): the rare-name count came out
     /// 7 of 8 on one run and 6 on the next, on the same machine and build, because the same
     /// espeak-ng sentence resampled to 16 kHz gave other samples each time.
@@ -256,10 +277,10 @@ enum WhisperFixture {
                                                     language: "en", task: "transcribe", threads: 2))
     }
 
-    static func request(beamSize: Int? = nil, temperatures: [Double]? = nil, prompt: String? = nil, context: [String]? = nil,
-                        alternatives: Int? = nil) -> EngineWhisperDecode {
+    static func request(beamSize: Int? = nil, temperatures: [Double]? = nil, prompt: String? = nil, previousText: String? = nil,
+                        context: [String]? = nil, alternatives: Int? = nil) -> EngineWhisperDecode {
         EngineWhisperDecode(id: "", object: "base", sampleRate: 16000, beamSize: beamSize, temperatures: temperatures, prompt: prompt,
-                            context: context, alternatives: alternatives)
+                            previousText: previousText, context: context, alternatives: alternatives)
     }
 
     /// `samples` through `Tests/python/whisper_log_mel.py` (frame-major float32).

@@ -486,7 +486,7 @@ public final class AnalysisSession: @unchecked Sendable {
                     switch outcome {
                     case .success(let transcription): decodeWindow(current, recovering: transcription)
                     case .failure(let error): queue.async { [self] in
-                        current.link?.pass(nil)
+                        current.link?.pass(nil, after: nil)
                         window.unreserve(samples: current.group.samples.count)
                         decodeFailed(current.ticket, error)
                     }
@@ -512,23 +512,24 @@ public final class AnalysisSession: @unchecked Sendable {
     /// it leaves without text (``WindowTranscript``). With `speculative`, the window's input was
     /// decoded in place already: only its empty segments are decoded. With
     /// ``conditionOnPreviousText``, the decode first waits, on its lane, for the text of the
-    /// module's window before (its prompt; none after a high temperature): a module's windows
-    /// decode one at a time, in order. Any thread.
+    /// module's windows before (its prompt: the text since the last window that needed a high
+    /// temperature, ``TextRelay``): a module's windows decode one at a time, in order. Any thread.
     private func decodeWindow(_ current: Gathering, recovering speculative: Transcription? = nil) {
         let (group, model, link) = (current.group, current.model, current.link)
         let rate = Int(Self.sampleRate)
         window.perform(reserved: group.samples.count, {
-            let settings = DecodeSettings(prompt: link?.previousText())
+            let previous = link?.previousText()
+            let settings = DecodeSettings(previousText: previous)
             do {
                 let transcript = if let speculative {
                     try group.recover(speculative, placedBy: group.inPlace, with: model, sampleRate: rate, settings: settings)
                 } else {
                     try group.transcribe(with: model, sampleRate: rate, settings: settings)
                 }
-                link?.pass(Self.passedOn(transcript))
+                link?.pass(Self.passedOn(transcript), after: previous)
                 return transcript
             } catch {
-                link?.pass(nil)
+                link?.pass(nil, after: previous)
                 throw error
             }
         }, then: { [self] outcome in

@@ -56,31 +56,34 @@ public struct DecodeSettings: Sendable, Hashable {
     public var beamSize: Int?
     /// Temperatures tried in turn (fallback).
     public var temperatures: [Double]?
-    /// Text the decode continues: the recording's earlier text, or the user's prompt.
+    /// The user's prompt: text the decode continues.
     public var prompt: String?
+    /// The recording's earlier text (``AnalysisSession``'s previous-text conditioning): fills what
+    /// the prompt leaves of Whisper's prompt tokens, its end kept.
+    public var previousText: String?
     /// Phrases to bias the decode towards (contextual strings).
     public var context: [String]?
     /// Alternative texts wanted from the beam.
     public var alternatives: Int?
 
     public init(language: String? = nil, task: WhisperModel.Task? = nil, beamSize: Int? = nil, temperatures: [Double]? = nil,
-                prompt: String? = nil, context: [String]? = nil, alternatives: Int? = nil) {
+                prompt: String? = nil, previousText: String? = nil, context: [String]? = nil, alternatives: Int? = nil) {
         self.language = language
         self.task = task
         self.beamSize = beamSize
         self.temperatures = temperatures
         self.prompt = prompt
+        self.previousText = previousText
         self.context = context
         self.alternatives = alternatives
     }
 
-    /// These settings with what they leave nil taken from `defaults`; a prompt continues the
-    /// defaults' (a recording's earlier text after the session's prompt).
+    /// These settings with what they leave nil taken from `defaults`.
     public func over(_ defaults: DecodeSettings) -> DecodeSettings {
-        let prompts = [defaults.prompt, prompt].compactMap { $0 }
-        return DecodeSettings(language: language ?? defaults.language, task: task ?? defaults.task, beamSize: beamSize ?? defaults.beamSize,
-                              temperatures: temperatures ?? defaults.temperatures, prompt: prompts.isEmpty ? nil : prompts.joined(separator: " "),
-                              context: context ?? defaults.context, alternatives: alternatives ?? defaults.alternatives)
+        DecodeSettings(language: language ?? defaults.language, task: task ?? defaults.task, beamSize: beamSize ?? defaults.beamSize,
+                       temperatures: temperatures ?? defaults.temperatures, prompt: prompt ?? defaults.prompt,
+                       previousText: previousText ?? defaults.previousText, context: context ?? defaults.context,
+                       alternatives: alternatives ?? defaults.alternatives)
     }
 }
 

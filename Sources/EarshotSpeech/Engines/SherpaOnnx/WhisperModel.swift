@@ -142,7 +142,7 @@ public final class WhisperModel: @unchecked Sendable {
     private func decode(_ samples: [Float], language: String, settings: DecodeSettings) throws(SherpaOnnxError) -> Transcription {
         let request = try EngineObject.frame(EngineWhisperDecode(
             id: "", object: recognizer.name, sampleRate: Self.sampleRate, language: language, task: (settings.task ?? task).rawValue,
-            beamSize: settings.beamSize, temperatures: settings.temperatures, prompt: settings.prompt, context: settings.context,
+            beamSize: settings.beamSize, temperatures: settings.temperatures, prompt: settings.prompt, previousText: settings.previousText, context: settings.context,
             alternatives: settings.alternatives), payload: EngineSamples.bytes(samples))
         let result = try recognizer.call(request, replying: EngineWhisperResult.self).0
         var transcription = Self.transcription(from: result, duration: Double(samples.count) / Double(Self.sampleRate))

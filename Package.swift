@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(name: "EarshotLanguageModelTests", dependencies: ["EarshotLanguageModel"]),
         .testTarget(name: "EarshotSystemTests", dependencies: ["EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotSpeechTests", dependencies: ["EarshotSpeech", "EarshotEngineLink", "EarshotAudio", "EarshotLanguageModel", "TestSupport"]),
-        .testTarget(name: "EarshotWhisperTests", dependencies: ["EarshotWhisper", "EarshotEngineLink", "EarshotWire", "TestSupport"]),
+        .testTarget(name: "EarshotWhisperTests", dependencies: ["EarshotWhisper", "EarshotEngineLink", "EarshotSystem", "EarshotWire", "TestSupport"]),
         .testTarget(name: "EarshotHTTPTests", dependencies: ["EarshotHTTP", "EarshotSystem", "TestSupport"]),
         .testTarget(name: "EarshotAudioTests", dependencies: ["EarshotAudio", "TestSupport"]),
         .testTarget(name: "EarshotAssetsTests", dependencies: ["EarshotAssets", "EarshotLanguageModel", "TestSupport"]),

@@ -3,8 +3,10 @@ import Synchronization
 
 /// Directories that live as long as the test process, removed when it exits.
 private let removedAtExit = Mutex<[String]>([])
+/// The process that registered the hook (read when it is registered: a global is set on first use).
 private let owner = getpid()
 private let exitHook: Void = {
+    _ = owner
     atexit {
         guard getpid() == owner else { return }  // a forked child leaves its parent's directories
         for path in removedAtExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }

@@ -1,4 +1,5 @@
 import EarshotEngineLink
+import EarshotSystem
 import EarshotWire
 @testable import EarshotWhisper
 import Foundation
@@ -58,6 +59,50 @@ import TestSupport
         for text in [" Dashwood's 12,000 pounds", "Ça va? Très bien.", " 東京で会いましょう", " 🙂 ok", "  two  spaces\nand a line"] {
             #expect(vocabulary.text(vocabulary.encode(text)) == text)
         }
+    }
+
+    /// The merges follow the ranks exactly as the plain algorithm does (join the lowest-ranked
+    /// adjacent pair, the leftmost of equals, until none is a token), on words, runs of one
+    /// letter and seeded random text in several scripts.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func theTokenizerMergesByRankAsThePlainAlgorithmDoes() throws {
+        let vocabulary = try WhisperFixture.base().graphs.vocabulary
+        var ids: [[UInt8]: Int] = [:]
+        for (id, piece) in vocabulary.bytes.enumerated() where !piece.isEmpty && ids[piece] == nil { ids[piece] = id }
+        func plain(_ piece: [UInt8]) -> [Int] {
+            var parts = piece.map { [$0] }
+            while parts.count > 1 {
+                let ranked = (0..<(parts.count - 1)).compactMap { index in ids[parts[index] + parts[index + 1]].map { ($0, index) } }
+                guard let (_, index) = ranked.min(by: { $0.0 < $1.0 }) else { break }
+                parts[index] += parts.remove(at: index + 1)
+            }
+            return parts.compactMap { ids[$0] }
+        }
+        var generator = SplitMix64(seed: 29)
+        let alphabet = Array("aeiou tnsrlTSèéçßø東京会いまし🙂'.,-0123")
+        let random = (0..<200).map { _ in String((0..<Int.random(in: 1...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }) }
+        let texts = [" Dashwood", " aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", " Súilleabháin", " 東京で会いましょう", "!!!!!!!!!!", " internationalization"] + random
+        for text in texts {
+            let pieces = text.split(separator: " ", omittingEmptySubsequences: false).enumerated().map { ($0 > 0 ? " " : "") + $1 }
+            for piece in pieces where !piece.isEmpty && piece.drop(while: { $0 == " " }).allSatisfy(\.isLetter) {
+                #expect(vocabulary.encode(piece) == plain(Array(piece.utf8)), "\(piece)")
+            }
+            #expect(vocabulary.text(vocabulary.encode(text)) == text)
+        }
+    }
+
+    /// Regression: a pre-token's merges scanned every pair for each join (quadratic), so a
+    /// prompt of 16384 letters without a space — CJK text, or a hostile client's — held a decode
+    /// lane for minutes. It is encoded now, as the plain algorithm would.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing), .timeLimit(.minutes(1)))
+    func aLongRunOfLettersWithoutASpaceNoLongerStallsTheTokenizer() throws {
+        let vocabulary = try WhisperFixture.base().graphs.vocabulary
+        let run = String(repeating: "東京で会いましょう", count: DecodingOptions.maxPromptCharacters / 9)
+        let tokens = vocabulary.encode(" " + run)
+        #expect(vocabulary.text(tokens) == " " + run)
+        #expect(tokens.count < run.unicodeScalars.count * 2)
+        let decoded = WhisperDecoder.prompt(WhisperFixture.request(prompt: run), phrases: [], vocabulary: vocabulary)
+        #expect(decoded.tokens.count == WhisperDecoder.maxPromptTokens && decoded.dropped == tokens.count - WhisperDecoder.maxPromptTokens)
     }
 
     /// Repetition is measured as OpenAI does (zlib): a looping text passes the 2.4 threshold,

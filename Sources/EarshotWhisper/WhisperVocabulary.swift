@@ -96,6 +96,7 @@ struct WhisperVocabulary: Sendable {
     /// prompt's run of 16384 letters without a space (CJK text, or a hostile client's) is as
     /// quick to encode as its words would be.
     private func merge(_ piece: [UInt8]) -> [Int] {
+        guard !piece.isEmpty else { return [] }
         if let whole = ids[piece] { return [whole] }
         // A part is piece[start..<end[start]]; the parts alive are chained by `end` and `before`.
         var end = Array(1...piece.count)

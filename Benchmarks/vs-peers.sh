@@ -12,7 +12,7 @@
 #
 #   Benchmarks/vs-peers.sh [--runs N] [--repeats N] [--sentences N] [--models tiny.en,base] [--inference-threads N]
 #                          [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
-#                          [--unprompted] [--texts DIR]
+#                          [--unprompted] [--texts DIR] [--sets KEY,…] [--earshot-only]
 #
 # --sentences sets how many synthesized sentences (default: all, 238); --unprompted also runs
 # faster-whisper without its prompt (condition_on_previous_text=False); --texts DIR keeps every

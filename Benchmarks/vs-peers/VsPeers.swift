@@ -3,9 +3,11 @@
 //
 //     Benchmarks/vs-peers.sh [--runs N] [--repeats N] [--sentences N] [--models tiny.en,base] [--inference-threads N]
 //                            [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…]
-//                            [--unprompted] [--texts DIR]
+//                            [--unprompted] [--texts DIR] [--sets KEY,…] [--earshot-only]
 //
 // --analysis sets [Analysis] keys of Earshot's daemon (e.g. RecordingWindowSec=0,BatchThreads=0).
+// --sets runs only the sets named (utterances, readings, sonnet, synthetic, recording);
+// --earshot-only runs no peers (Earshot against its baseline, or alone).
 // --baseline-earshotd (another build, e.g. main's) and/or --baseline-analysis (other [Analysis]
 // keys for the same build) add another engine, for ratios before/after a change in the same run.
 // --unprompted adds faster-whisper without its prompt (condition_on_previous_text=False, on the
@@ -46,13 +48,17 @@ struct Options {
     let unprompted: Bool
     /// Where to write each engine's texts, if anywhere.
     let texts: String?
+    /// The sets to run (their keys); nil: all.
+    let sets: [String]?
+    /// Run Earshot (and its baseline) only, no peers.
+    let earshotOnly: Bool
 
     init(_ arguments: [String]) {
         let options = BenchmarkOptions(arguments, names: ["python", "worker", "whisper-cpp-worker", "ct2", "ggml", "sonnet", "scratch", "runs", "repeats", "sentences", "models",
-                                                          "inference-threads", "analysis", "baseline-earshotd", "baseline-analysis", "texts"],
-                                       flags: ["unprompted"],
+                                                          "inference-threads", "analysis", "baseline-earshotd", "baseline-analysis", "texts", "sets"],
+                                       flags: ["unprompted", "earshot-only"],
                                        required: ["python", "worker", "whisper-cpp-worker", "ct2", "ggml", "sonnet", "scratch"],
-                                       usage: "usage: vs-peers --python PY --worker SCRIPT --whisper-cpp-worker SCRIPT --ct2 DIR --ggml DIR --sonnet DIR --scratch DIR [--runs N] [--repeats N] [--sentences N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…] [--unprompted] [--texts DIR]")
+                                       usage: "usage: vs-peers --python PY --worker SCRIPT --whisper-cpp-worker SCRIPT --ct2 DIR --ggml DIR --sonnet DIR --scratch DIR [--runs N] [--repeats N] [--sentences N] [--models tiny.en,base] [--inference-threads N] [--analysis KEY=VALUE,…] [--baseline-earshotd PATH] [--baseline-analysis KEY=VALUE,…] [--unprompted] [--texts DIR] [--sets KEY,…] [--earshot-only]")
         (python, worker, whisperCppWorker) = (options["python"]!, options["worker"]!, options["whisper-cpp-worker"]!)
         (ct2, ggml, sonnet, scratch) = (options["ct2"]!, options["ggml"]!, options["sonnet"]!, options["scratch"]!)
         runs = options.positive("runs", default: 3)
@@ -63,6 +69,8 @@ struct Options {
         baseline = options["baseline-earshotd"]
         unprompted = options.flag("unprompted")
         texts = options["texts"]
+        sets = options["sets"].map { $0.split(separator: ",").map(String.init) }
+        earshotOnly = options.flag("earshot-only")
         func lines(_ name: String) -> [String]? {
             options[name].map { value in
                 value.split(separator: ",").map { pair in
@@ -165,7 +173,7 @@ enum VsPeers {
         let synthetic = try EvaluationSets.synthetic(in: speech, count: options.sentences ?? Int.max)
         let sentences = synthetic.map { $0.reference }.joined(separator: " ").filter { ".;:".contains($0) }.count
         let minutes = Double((try FileManager.default.attributesOfItem(atPath: longPath)[.size] as? Int ?? 44) - 44) / 32000 / 60
-        let sets = [
+        let allSets = [
             FileSet(key: "utterances", name: "5 LibriVox utterances (3–7 s, one call each)",
                     files: LibriVox.ids.map { EvaluationSets.File(path: LibriVox.path($0), reference: references[$0] ?? "") }),
             FileSet(key: "readings", name: "2 other readers (Dickens 44 s, Beckett 10 s)", files: try EvaluationSets.readings(in: options.scratch)),
@@ -174,6 +182,10 @@ enum VsPeers {
             FileSet(key: "recording", name: String(format: "%.1f min recording (the utterances %d×, 0.5 s gaps)", minutes, options.repeats),
                     files: [EvaluationSets.File(path: longPath, reference: longReference)]),
         ]
+        let sets = allSets.filter { options.sets?.contains($0.key) ?? true }
+        if let asked = options.sets, sets.count != asked.count {
+            fail("--sets takes keys among \(allSets.map(\.key).joined(separator: ", ")), not \(asked.joined(separator: ","))")
+        }
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         say("vs-peers: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(load); 2 threads each, warm, interleaved, median of \(options.runs)")
         say("  faster-whisper 1.2.1: int8 at its defaults (beam 5, previous text as prompt) and at beam 1, float32 at its defaults (float reference); whisper.cpp (pywhispercpp 1.5.1): float16 ggml, beam 5")
@@ -215,9 +227,6 @@ enum VsPeers {
             func worker(_ name: String, _ arguments: [String]) async throws -> LineWorker {
                 try await BlockingWork.run("worker") { try LineWorker(options.python, arguments, name: name, awaitsReady: true) }
             }
-            let int8 = try await worker("faster-whisper", [options.worker, options.ct2 + "/" + model.ct2, "2"])
-            let float = try await worker("faster-whisper float32", [options.worker, options.ct2 + "/" + model.ct2, "2", "float32"])
-            let whisperCpp = try await worker("whisper.cpp", [options.whisperCppWorker, options.ggml + "/" + model.ct2 + ".bin", "2"])
             func peer(_ name: String, _ worker: LineWorker, _ request: [String: Any]) -> Engine {
                 let request = Request(fields: request)
                 return Engine(name: name, pid: worker.pid) { files in
@@ -229,13 +238,20 @@ enum VsPeers {
                     }
                 }
             }
-            // faster-whisper at its defaults (beam 5, each window prompted with the text before it),
-            // at beam 1, (--unprompted) at beam 5 without the prompt, and in float32; whisper.cpp.
-            engines.append(peer("faster-whisper", int8, ["prompted": true, "beam": 5]))
-            engines.append(peer("fw beam 1", int8, ["prompted": true, "beam": 1]))
-            if options.unprompted { engines.append(peer("fw unprompted", int8, ["prompted": false, "beam": 5])) }
-            engines.append(peer("fw float32", float, ["prompted": true, "beam": 5]))
-            engines.append(peer("whisper.cpp", whisperCpp, [:]))
+            var workers: [LineWorker] = []
+            if !options.earshotOnly {
+                let int8 = try await worker("faster-whisper", [options.worker, options.ct2 + "/" + model.ct2, "2"])
+                let float = try await worker("faster-whisper float32", [options.worker, options.ct2 + "/" + model.ct2, "2", "float32"])
+                let whisperCpp = try await worker("whisper.cpp", [options.whisperCppWorker, options.ggml + "/" + model.ct2 + ".bin", "2"])
+                workers = [int8, float, whisperCpp]
+                // faster-whisper at its defaults (beam 5, each window prompted with the text before
+                // it), at beam 1, (--unprompted) at beam 5 without the prompt, and in float32; whisper.cpp.
+                engines.append(peer("faster-whisper", int8, ["prompted": true, "beam": 5]))
+                engines.append(peer("fw beam 1", int8, ["prompted": true, "beam": 1]))
+                if options.unprompted { engines.append(peer("fw unprompted", int8, ["prompted": false, "beam": 5])) }
+                engines.append(peer("fw float32", float, ["prompted": true, "beam": 5]))
+                engines.append(peer("whisper.cpp", whisperCpp, [:]))
+            }
 
             // Warm-up: one untimed call each.
             for engine in engines { _ = try await engine.run([sets[0].files[0].path]) }
@@ -256,7 +272,8 @@ enum VsPeers {
             let loads = try await TestConnection.stats(of: daemons[0].socket).modelLoads - loadsBefore
             let calls = options.runs * sets.map(\.files.count).reduce(0, +)
             let peaks = engines.map { ProcessMemory(pid: $0.pid).treePeak }
-            await BlockingWork.run("worker-stop") { [int8, float, whisperCpp].forEach { $0.stop() } }
+            let running = workers
+            await BlockingWork.run("worker-stop") { running.forEach { $0.stop() } }
             for daemon in daemons { await daemon.cleanUp() }
 
             say("")

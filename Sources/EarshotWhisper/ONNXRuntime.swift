@@ -157,6 +157,10 @@ final class ORTSession: @unchecked Sendable {
         defer { api.ReleaseSessionOptions(options) }
         try runtime.check(api.SetIntraOpNumThreads(options, Int32(max(1, threads))))
         try runtime.check(api.SetInterOpNumThreads(options, 1))
+        // The intra-op threads sleep between parallel sections instead of spinning: spinning took a
+        // third of the CPU a decode used and slowed the decode beside it (Benchmarks/README.md,
+        // "ONNX Runtime's spinning"); a shared daemon should not burn cores it is not using.
+        try runtime.check(api.AddSessionConfigEntry(options, "session.intra_op.allow_spinning", "0"))
         try runtime.check(api.SetSessionGraphOptimizationLevel(options, ORT_ENABLE_ALL))
         var made: OpaquePointer?
         try runtime.check(api.CreateSession(runtime.env, path, options, &made))

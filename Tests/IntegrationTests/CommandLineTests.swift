@@ -95,7 +95,9 @@ import TestSupport
         try FileManager.default.createDirectory(atPath: dir.file("run"), withIntermediateDirectories: true)
         // Skip the system socket: only the user daemon may answer here.
         let first = try await ChildProcess.run(BuiltProducts.path("earshot"), ["--socket", dir.file("run/earshot/earshot.sock"), "status", "--json"], environment: env, in: dir)
-        #expect(first.status == 0, "\(first.stderr)")
+        // The daemon's own log says why it did not answer (once, in CI, it did not listen within 10 s).
+        let log = (try? String(contentsOfFile: dir.file("state/earshot/earshotd.log"), encoding: .utf8)) ?? "(no log)"
+        try #require(first.status == 0, "\(first.stderr)\nearshotd.log:\n\(log)")
         #expect(first.stderr.contains("starting earshotd --user"))
         let status = try JSONDecoder().decode(DaemonStatus.self, from: Data(first.stdout.utf8))
         defer { kill(status.pid, SIGTERM) }

@@ -78,8 +78,8 @@ unloaded=$(rss_anon "$daemon")
 engine_gone=yes
 [ -d "/proc/$engine_pid" ] && engine_gone="no (still running)"
 
-read -r engine_start engine_vad engine_used engine_unloaded < <(
-  "$BENCH_DIR/engine-alone" "$SHARE/assets/silero_vad.onnx" "$SHARE/models/whisper-base" base | awk '{printf "%s ", $2} END {print ""}')
+alone=$("$BENCH_DIR/engine-alone" "$SHARE/assets/silero_vad.onnx" "$SHARE/models/whisper-base" base) || die "engine-alone failed"
+read -r engine_start engine_vad engine_used engine_unloaded < <(awk '{printf "%s ", $2} END {print ""}' <<<"$alone")
 mib() { awk -v kb="$1" 'BEGIN {printf "%.1f MiB", kb / 1024}'; }
 echo "engine-memory: RssAnon, Whisper base, 2 threads"
 echo "  earshotd fresh                          $(mib "$fresh")   (goal <= 8 MiB)"

@@ -16,8 +16,8 @@ MODEL_CACHE=${EARSHOT_MODEL_CACHE:-/var/cache/earshot/models}
 SILERO_VERSION=6.2.3
 # Asset versions: raise one whenever its files change (a new converter, new weights), so installed
 # copies update instead of clashing with a different build under the same version.
-WHISPER_TINY_EN_VERSION=7
-WHISPER_BASE_VERSION=6
+WHISPER_TINY_EN_VERSION=8
+WHISPER_BASE_VERSION=7
 
 install -d -m 0755 "$PREFIX" "$PREFIX/catalog" "$PREFIX/assets" "$PREFIX/keys"
 install -d -m 0700 "$PREFIX/signing"

@@ -100,31 +100,29 @@ int main(int argc, char **argv) {
     }
     size_t layer_size[2] = {(size_t)(layer_shape[0][0] * layer_shape[0][1] * layer_shape[0][2]),
                             (size_t)(layer_shape[1][0] * layer_shape[1][1] * layer_shape[1][2])};
-    const char *names[6 + 2 * LAYERS];
-    OrtValue *values[6 + 2 * LAYERS];
-    char layer_names[2 * LAYERS][32];
-    int64_t tokens[BEAM], offset = 0, frames = layer_shape[0][2], last_position = 0;
+    const char *names[3 + 4 * LAYERS];
+    OrtValue *values[3 + 4 * LAYERS];
+    char layer_names[4 * LAYERS][32];
+    int64_t tokens[BEAM], frames = layer_shape[0][2], last_position = 0;
     for (int row = 0; row < BEAM; ++row) tokens[row] = 50258;
-    int64_t token_shape[2] = {BEAM, 1}, one[1] = {1}, cache_shape[4] = {LAYERS, BEAM, 0, STATE};
-    static float cache[2][LAYERS * BEAM * (STEPS + 1) * STATE];
+    int64_t token_shape[2] = {BEAM, 1}, one[1] = {1}, cache_shape[3] = {1, BEAM, STATE};
+    /* converter version 5: each layer's self-attention keys and values, time-major after a
+       placeholder row of zeros, where the caller keeps them */
+    static float cache[2 * LAYERS][(STEPS + 1) * BEAM * STATE];
     for (int step = 0; step < STEPS; ++step) {
-      cache_shape[2] = step;
+      cache_shape[0] = 1 + step;
       int n = 0;
       names[n] = "tokens";
       if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, tokens, sizeof tokens, token_shape, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &values[n++])))
         return 1;
-      names[n] = "in_n_layer_self_k_cache";
-      if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, cache[0], sizeof(float) * LAYERS * BEAM * step * STATE + 4, cache_shape, 4,
-                                                         ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &values[n++])))
-        return 1;
-      names[n] = "in_n_layer_self_v_cache";
-      if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, cache[1], sizeof(float) * LAYERS * BEAM * step * STATE + 4, cache_shape, 4,
-                                                         ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &values[n++])))
-        return 1;
-      offset = step;
-      names[n] = "offset";
-      if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, &offset, sizeof offset, one, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &values[n++])))
-        return 1;
+      for (int kv = 0; kv < 2; ++kv)
+        for (int layer = 0; layer < LAYERS; ++layer) {
+          snprintf(layer_names[2 * LAYERS + kv * LAYERS + layer], 32, "self_%c_%d", kv ? 'v' : 'k', layer);
+          names[n] = layer_names[2 * LAYERS + kv * LAYERS + layer];
+          if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, cache[kv * LAYERS + layer], sizeof(float) * (1 + step) * BEAM * STATE,
+                                                             cache_shape, 3, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &values[n++])))
+            return 1;
+        }
       names[n] = "cross_frames";
       if (check(ort, ort->CreateTensorWithDataAsOrtValue(memory, &frames, sizeof frames, one, 1, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &values[n++])))
         return 1;

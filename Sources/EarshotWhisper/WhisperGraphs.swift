@@ -14,8 +14,10 @@ final class WhisperGraphs: Sendable {
     /// `cross_attention_weights` output lists them.
     let alignmentHeads: Int
     /// The converter version these graphs need (3: each layer's cross-attention K/V an input of
-    /// its own, several audios per decoder call; 4: logits of the positions asked for only).
-    static let graphVersion = 4
+    /// its own, several audios per decoder call; 4: logits of the positions asked for only; 5:
+    /// each layer's self-attention cache an input of its own, read where ``SelfAttentionCache``
+    /// keeps it, and only the new positions' keys and values out).
+    static let graphVersion = 5
 
     private let encoder: ORTSession
     private let decoder: ORTSession
@@ -23,6 +25,8 @@ final class WhisperGraphs: Sendable {
     /// threads (2 threads on 2 cores: one; a 1-thread copy: two), so overlapping decodes take
     /// turns instead of oversubscribing the cores.
     private let compute: DispatchSemaphore
+    /// Self-attention storage the model's decodes have let go, to take again.
+    private let storagePool = SelfAttentionStorage.Pool()
 
     /// Loads both graphs with `threads` threads each. Blocking.
     init(encoder encoderPath: String, decoder decoderPath: String, tokens: String, threads: Int) throws {
@@ -80,25 +84,26 @@ final class WhisperGraphs: Sendable {
         precondition(batch % cross.batch == 0, "\(batch) sequences for \(cross.batch) audios")
         let positions = positions ?? [count - 1]
         precondition(!positions.isEmpty && positions.allSatisfy { (0..<count).contains($0) }, "logits of positions \(positions) of \(count)")
-        let cache = try cache ?? SelfAttentionCache.empty(layers: layers, batch: batch, state: state)
+        let cache = cache ?? SelfAttentionCache(layers: layers, batch: batch, state: state, pool: storagePool)
+        precondition(cache.batch == batch && cache.pending == nil, "a cache of \(cache.batch) sequences, stored, for \(batch)")
         let input = try ORTValue.int64s([batch, count], tokens.flatMap { $0.map(Int64.init) })
-        let offset = try ORTValue.int64s([1], [Int64(cache.length)])
-        var names = ["logits", "out_n_layer_self_k_cache", "out_n_layer_self_v_cache"]
+        var names = ["logits", "new_k", "new_v"]
         if attention { names.append("cross_attention_weights") }
         var inputs = [
-            ("tokens", input), ("in_n_layer_self_k_cache", cache.keys), ("in_n_layer_self_v_cache", cache.values), ("offset", offset),
+            ("tokens", input),
             ("cross_frames", try ORTValue.int64s([cross.batch], cross.frames.map(Int64.init))),
             ("logit_positions", try ORTValue.int64s([positions.count], positions.map(Int64.init))),
         ]
+        let past = try cache.layerViews()
         for layer in 0..<layers {
+            inputs.append(("self_k_\(layer)", past.keys[layer]))
+            inputs.append(("self_v_\(layer)", past.values[layer]))
             inputs.append(("cross_k_\(layer)", cross.keys[layer]))
             inputs.append(("cross_v_\(layer)", cross.values[layer]))
         }
         let outputs = try computing { try decoder.run(inputs, outputs: names) }
-        return DecoderStep(
-            logits: outputs[0], positions: positions,
-            cache: SelfAttentionCache(keys: outputs[1], values: outputs[2], layers: layers, batch: batch, length: cache.length + count, state: state),
-            attention: attention ? outputs[3] : nil)
+        return DecoderStep(logits: outputs[0], positions: positions, cache: cache.appending(keys: outputs[1], values: outputs[2], count: count),
+                           attention: attention ? outputs[3] : nil)
     }
 }
 
@@ -166,7 +171,7 @@ struct CrossAttention: @unchecked Sendable {
     }
 
     /// A (layers, batch, …) tensor with its batch rows taken in `rows` order.
-    static func gather(_ value: ORTValue, batch: Int, rows: [Int]) throws -> ORTValue {
+    private static func gather(_ value: ORTValue, batch: Int, rows: [Int]) throws -> ORTValue {
         let shape = value.shape
         precondition(shape.count > 2 && shape[1] == batch && rows.allSatisfy { (0..<batch).contains($0) }, "rows \(rows) of a batch of \(batch)")
         let layers = shape[0], block = shape.dropFirst(2).reduce(1, *)
@@ -244,28 +249,204 @@ struct CrossAttentionBatch {
     }
 }
 
-/// The decoder's self-attention keys and values for the positions decoded so far.
+/// The decoder's self-attention keys and values for the positions decoded so far: each layer's,
+/// time-major (positions, sequences, state) after a placeholder row of zeros, as the decoder
+/// takes them (`self_k_i`, `self_v_i`), in a ``SelfAttentionStorage`` with room to grow. A
+/// decoder call's new positions are ``pending`` (its `new_k`/`new_v` outputs) until
+/// ``reordered(_:)`` stores them with the sequences that go on. A value never changes: a cache
+/// shared by several searches (a start tried at several temperatures) is appended to in place by
+/// the first only; the others copy.
 struct SelfAttentionCache: @unchecked Sendable {
-    // @unchecked: read only, by one decode.
-    let keys: ORTValue
-    let values: ORTValue
+    // @unchecked: the storage's positions below `stored` are never written again, and
+    // ``SelfAttentionStorage/claim(from:to:)`` hands each position above to one writer.
     let layers: Int
     let batch: Int
-    let length: Int
     let state: Int
+    /// Positions in ``storage``.
+    let stored: Int
+    let storage: SelfAttentionStorage?
+    /// Positions a decoder call added, not stored yet: its (layers, count, batch, state) outputs.
+    let pending: (keys: ORTValue, values: ORTValue, count: Int)?
+    /// Where new storage comes from and goes back to.
+    let pool: SelfAttentionStorage.Pool
 
-    static func empty(layers: Int, batch: Int, state: Int) throws -> SelfAttentionCache {
-        let keys = try ORTValue.floats([layers, batch, 0, state]) { _ in }
-        let values = try ORTValue.floats([layers, batch, 0, state]) { _ in }
-        return SelfAttentionCache(keys: keys, values: values, layers: layers, batch: batch, length: 0, state: state)
+    /// Positions in the cache.
+    var length: Int { stored + (pending?.count ?? 0) }
+
+    /// An empty cache.
+    init(layers: Int, batch: Int, state: Int, pool: SelfAttentionStorage.Pool) {
+        self.init(layers: layers, batch: batch, state: state, stored: 0, storage: nil, pending: nil, pool: pool)
     }
 
-    /// The cache with its sequences taken in `rows` order (beams that survive a step).
+    private init(layers: Int, batch: Int, state: Int, stored: Int, storage: SelfAttentionStorage?,
+                 pending: (keys: ORTValue, values: ORTValue, count: Int)?, pool: SelfAttentionStorage.Pool) {
+        self.layers = layers
+        self.batch = batch
+        self.state = state
+        self.stored = stored
+        self.storage = storage
+        self.pending = pending
+        self.pool = pool
+    }
+
+    /// This cache with a decoder call's new positions after it.
+    func appending(keys: ORTValue, values: ORTValue, count: Int) -> SelfAttentionCache {
+        precondition(pending == nil, "a cache with positions not stored yet")
+        return SelfAttentionCache(layers: layers, batch: batch, state: state, stored: stored, storage: storage, pending: (keys, values, count),
+                                  pool: pool)
+    }
+
+    /// Each layer's keys and values, (1 + positions, sequences, state) views of the storage.
+    func layerViews() throws -> (keys: [ORTValue], values: [ORTValue]) {
+        guard let storage, stored > 0 else {
+            let empty = try ORTValue.floats([1, batch, state]) { $0.initialize(repeating: 0) }
+            return (Array(repeating: empty, count: layers), Array(repeating: empty, count: layers))
+        }
+        let shape = [1 + stored, batch, state]
+        return (try (0..<layers).map { try ORTValue.view(of: storage.value, offset: storage.block($0), shape: shape) },
+                try (0..<layers).map { try ORTValue.view(of: storage.value, offset: storage.block(layers + $0), shape: shape) })
+    }
+
+    /// The cache, all stored, with its sequences taken in `rows` order (the beams that survive a
+    /// step). Unchanged rows append in place when the storage has room and no other value has
+    /// written past this one; otherwise the rows are copied into storage with room to grow.
     func reordered(_ rows: [Int]) throws -> SelfAttentionCache {
-        if rows == Array(0..<batch) { return self }
-        return SelfAttentionCache(keys: try CrossAttention.gather(keys, batch: batch, rows: rows),
-                                  values: try CrossAttention.gather(values, batch: batch, rows: rows),
-                                  layers: layers, batch: rows.count, length: length, state: state)
+        precondition(rows.allSatisfy { (0..<batch).contains($0) }, "rows \(rows) of \(batch) sequences")
+        let total = length
+        if rows.elementsEqual(0..<batch) {
+            guard let pending else { return self }
+            if let storage, storage.claim(from: stored, to: total) {
+                copyPending(pending, rows: rows, into: storage, at: stored)
+                return SelfAttentionCache(layers: layers, batch: batch, state: state, stored: total, storage: storage, pending: nil, pool: pool)
+            }
+        }
+        let fresh = try pool.take(blocks: 2 * layers, positions: total, batch: rows.count, state: state)
+        if let storage, stored > 0 {
+            let source = storage.value.floats().baseAddress!, target = fresh.value.mutableFloats().baseAddress!
+            for block in 0..<(2 * layers) {
+                let from = storage.block(block), to = fresh.block(block)
+                for position in 1...stored {
+                    Self.copy(rows: rows, from: source + from + position * batch * state, to: target + to + position * rows.count * state, state: state)
+                }
+            }
+        }
+        if let pending { copyPending(pending, rows: rows, into: fresh, at: stored) }
+        return SelfAttentionCache(layers: layers, batch: rows.count, state: state, stored: total, storage: fresh, pending: nil, pool: pool)
+    }
+
+    /// Writes the pending positions' `rows` into `storage` from position `start` on.
+    private func copyPending(_ pending: (keys: ORTValue, values: ORTValue, count: Int), rows: [Int], into storage: SelfAttentionStorage,
+                             at start: Int) {
+        let target = storage.value.mutableFloats().baseAddress!
+        for (kind, value) in [pending.keys, pending.values].enumerated() {
+            let source = value.floats().baseAddress!
+            for layer in 0..<layers {
+                let to = storage.block(kind * layers + layer)
+                for position in 0..<pending.count {
+                    Self.copy(rows: rows, from: source + (layer * pending.count + position) * batch * state,
+                              to: target + to + (1 + start + position) * rows.count * state, state: state)
+                }
+            }
+        }
+    }
+
+    /// Row `rows[i]` of `source` to row i of `target` (rows of `state` floats), consecutive rows
+    /// in one copy.
+    private static func copy(rows: [Int], from source: UnsafePointer<Float>, to target: UnsafeMutablePointer<Float>, state: Int) {
+        var index = 0
+        while index < rows.count {
+            var run = 1
+            while index + run < rows.count && rows[index + run] == rows[index] + run { run += 1 }
+            (target + index * state).update(from: source + rows[index] * state, count: run * state)
+            index += run
+        }
+    }
+}
+
+/// Where a ``SelfAttentionCache`` keeps its positions: `blocks` (each layer's keys, then each
+/// layer's values) of a placeholder row of zeros and `capacity` positions, each `batch`
+/// sequences × `state`, so the placeholder and a block's first positions are a dense
+/// (1 + positions, batch, state) tensor. Handed back to its pool when no cache holds it.
+final class SelfAttentionStorage: @unchecked Sendable {
+    // @unchecked: `filled` is guarded by `lock`; the floats are written only at positions a
+    // `claim` handed out.
+    let value: ORTValue
+    let capacity: Int
+    let batch: Int
+    let state: Int
+    private let blocks: Int
+    private let lock = NSLock()
+    private var filled: Int
+    private weak var pool: Pool?
+
+    private init(value: ORTValue, blocks: Int, capacity: Int, batch: Int, state: Int, filled: Int, pool: Pool) {
+        self.value = value
+        self.blocks = blocks
+        self.capacity = capacity
+        self.batch = batch
+        self.state = state
+        self.filled = filled
+        self.pool = pool
+    }
+
+    deinit {
+        pool?.give(value, key: Pool.Key(blocks: blocks, capacity: capacity, batch: batch, state: state))
+    }
+
+    /// The element where block `index` starts.
+    func block(_ index: Int) -> Int { index * (1 + capacity) * batch * state }
+
+    /// Hands positions `start ..< end` to the caller if nothing was written past `start` and they fit.
+    func claim(from start: Int, to end: Int) -> Bool {
+        lock.withLock {
+            guard filled == start, end <= capacity else { return false }
+            filled = end
+            return true
+        }
+    }
+
+    /// Storage a model's decodes let go, kept to be taken again: a beam copies its cache into new
+    /// storage at every step, and storage made afresh each time (megabytes, mapped and faulted in
+    /// anew) cost more than the copy. Capacities are rounded up to ``granule`` positions so sizes
+    /// repeat; the ``limit`` given back last are kept (taken again at the next step, they hold
+    /// no more than the fresh storage would).
+    final class Pool: @unchecked Sendable {
+        // @unchecked: `free` is guarded by `lock`.
+        struct Key: Hashable {
+            var blocks, capacity, batch, state: Int
+        }
+        private let lock = NSLock()
+        /// Oldest first.
+        private var free: [(key: Key, value: ORTValue)] = []
+        /// Positions capacities are rounded up to (a greedy decode appends in place until then).
+        static let granule = 32
+        /// Storage kept at most: one for each search that can run at once on a model.
+        static let limit = 4
+
+        /// Storage kept now.
+        var kept: Int { lock.withLock { free.count } }
+
+        /// Storage for `positions` stored positions (and room after them), its placeholders zero.
+        func take(blocks: Int, positions: Int, batch: Int, state: Int) throws -> SelfAttentionStorage {
+            let capacity = (positions / Self.granule + 1) * Self.granule
+            let key = Key(blocks: blocks, capacity: capacity, batch: batch, state: state)
+            let kept: ORTValue? = lock.withLock {
+                guard let index = free.lastIndex(where: { $0.key == key }) else { return nil }
+                return free.remove(at: index).value
+            }
+            let value = try kept ?? ORTValue.floats([blocks, 1 + capacity, batch, state]) { _ in }
+            let storage = SelfAttentionStorage(value: value, blocks: blocks, capacity: capacity, batch: batch, state: state, filled: positions, pool: self)
+            let floats = value.mutableFloats()
+            for index in 0..<blocks { UnsafeMutableBufferPointer(rebasing: floats[storage.block(index)..<(storage.block(index) + batch * state)]).initialize(repeating: 0) }
+            return storage
+        }
+
+        fileprivate func give(_ value: ORTValue, key: Key) {
+            lock.withLock {
+                free.append((key, value))
+                if free.count > Self.limit { free.removeFirst() }
+            }
+        }
     }
 }
 

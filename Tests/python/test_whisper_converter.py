@@ -272,18 +272,29 @@ class WhisperConverterTest(unittest.TestCase):
     def run_encoder(self, kind):
         return self.sessions[kind].run(None, {"mel": self.mel})
 
-    def run_decoder(self, kind, tokens, k_cache, v_cache, cross_k, cross_v, offset, cross_frames=None, positions=None):
+    def run_decoder(self, kind, tokens, k_cache, v_cache, cross_k, cross_v, offset, cross_frames=None, positions=None,
+                    placeholder=None, raw=False):
         """tokens: one row (a list of ids) or rows (a list of lists); the logits of `positions`
-        (default: every position)."""
+        (default: every position). The caches (L, N, >= offset, D) are fed as version 5 takes them
+        -- each layer's first `offset` positions time-major after a placeholder row (zeros, or
+        `placeholder`) -- and, unless `raw`, the new positions come back appended to them, as
+        (logits, K cache, V cache, attention) with caches (L, N, offset + n, D)."""
         rows = tokens if tokens and isinstance(tokens[0], list) else [tokens]
-        feed = {"tokens": np.array(rows, dtype=np.int64),
-                "in_n_layer_self_k_cache": k_cache, "in_n_layer_self_v_cache": v_cache,
-                "offset": np.array([offset], dtype=np.int64)}
-        for i in range(DIMS["n_text_layer"]):
+        L, D = DIMS["n_text_layer"], DIMS["n_text_state"]
+        first = np.zeros((1, len(rows), D), np.float32) if placeholder is None else placeholder
+        feed = {"tokens": np.array(rows, dtype=np.int64)}
+        for i in range(L):
+            for kv, cache in (("k", k_cache), ("v", v_cache)):
+                past = cache[i, :, :offset].transpose(1, 0, 2)  # offset, N, D
+                feed[f"self_{kv}_{i}"] = np.ascontiguousarray(np.concatenate([first, past]), dtype=np.float32)
             feed[f"cross_k_{i}"], feed[f"cross_v_{i}"] = cross_k[i], cross_v[i]
         feed["cross_frames"] = np.array(cross_frames or [cross_k.shape[3]] * cross_k.shape[1], dtype=np.int64)
         feed["logit_positions"] = np.array(range(len(rows[0])) if positions is None else positions, dtype=np.int64)
-        return self.sessions[kind].run(None, feed)
+        out = self.sessions[kind].run(None, feed)
+        if raw:
+            return out
+        grown = [np.concatenate([cache[:, :, :offset], new.transpose(0, 2, 1, 3)], axis=2) for cache, new in ((k_cache, out[1]), (v_cache, out[2]))]
+        return [out[0], grown[0], grown[1], out[3]]
 
     def empty_cache(self):
         shape = (DIMS["n_text_layer"], 1, DIMS["n_text_ctx"], DIMS["n_text_state"])
@@ -302,7 +313,7 @@ class WhisperConverterTest(unittest.TestCase):
         m = onnx.load(self.out["encoder"], load_external_data=False)
         md = {p.key: p.value for p in m.metadata_props}
         expected = {
-            "model_type": "whisper-tiny-test", "version": "4", "maintainer": "k2-fsa",
+            "model_type": "whisper-tiny-test", "version": "5", "maintainer": "k2-fsa",
             "n_mels": "16", "n_audio_ctx": "24", "n_audio_state": "32", "n_audio_head": "4", "n_audio_layer": "2",
             "n_vocab": str(len(VOCAB)), "n_text_ctx": "16", "n_text_state": "32", "n_text_head": "4", "n_text_layer": "2",
             "sot": str(EOT + 1), "eot": str(EOT), "sot_index": "0",
@@ -356,14 +367,21 @@ class WhisperConverterTest(unittest.TestCase):
     def test_decoder_outputs_and_shapes(self):
         for kind in ("decoder", "fp32_decoder"):
             names = [o.name for o in self.sessions[kind].get_outputs()]
-            self.assertEqual(names, ["logits", "out_n_layer_self_k_cache", "out_n_layer_self_v_cache",
-                                     "cross_attention_weights"])
+            self.assertEqual(names, ["logits", "new_k", "new_v", "cross_attention_weights"])
+            inputs = [i.name for i in self.sessions[kind].get_inputs()]
+            self.assertNotIn("offset", inputs)  # version 5: the caches' length says it
             (ck, cv), first, second = self.decode_two_steps(kind.replace("decoder", "encoder"), kind)
             L, T2 = DIMS["n_text_layer"], self.T // 2
             H, D = DIMS["n_text_head"], DIMS["n_text_state"]
             self.assertEqual(ck.shape, (L, 1, D, T2))  # K transposed
             self.assertEqual(cv.shape, (L, 1, H * T2, D // H))  # V by head
-            # the caches hold the positions decoded so far: 3 after the prompt, 4 after one token
+            # version 5 returns the new positions only, (L, n, N, D)
+            ck_, cv_ = self.run_encoder(kind.replace("decoder", "encoder"))
+            k, v = self.empty_cache()
+            raw = self.run_decoder(kind, [EOT + 1, EOT + 3, EOT + 6], k, v, ck_, cv_, 0, raw=True)
+            self.assertEqual(raw[1].shape, (L, 3, 1, D))
+            self.assertEqual(raw[2].shape, (L, 3, 1, D))
+            # with the positions before: 3 after the prompt, 4 after one token
             for out, n, cached in ((first, 3, 3), (second, 1, 4)):
                 cache = (L, 1, cached, DIMS["n_text_state"])
                 self.assertEqual(out[0].shape, (1, n, len(VOCAB)))
@@ -411,28 +429,29 @@ class WhisperConverterTest(unittest.TestCase):
             np.testing.assert_allclose(got[2][:, 0], ref[2][:, :cached], rtol=1e-4, atol=1e-4)  # self V cache
             np.testing.assert_allclose(got[3][0], ref[3], rtol=1e-4, atol=1e-5)  # alignment heads
 
-    def test_decoder_reads_its_input_cache_only_up_to_offset(self):
-        """A caller may start from n_text_ctx positions of zeros (as sherpa-onnx did) and pass
-        each grown output back: positions at or past `offset` of an input cache must not matter."""
+    def test_no_query_attends_to_the_caches_placeholder_row(self):
+        """Version 5: each cache input begins with a placeholder row (an empty cache would be a
+        product over an empty axis, which ONNX Runtime before 1.32 divides by zero on); what it
+        holds must not matter, on the first call (no positions before) or a later one."""
         for kind in ("decoder", "fp32_decoder"):
             (ck, cv), first, second = self.decode_two_steps(kind.replace("decoder", "encoder"), kind)
             rng = np.random.default_rng(7)
-            k, v = (np.concatenate([c, rng.normal(0, 50, c.shape[:2] + (5, c.shape[3])).astype(np.float32)], axis=2)
-                    for c in (first[1], first[2]))
-            padded = self.run_decoder(kind, [7], k, v, ck, cv, 3)
-            for a, b in zip(padded, second):
-                np.testing.assert_array_equal(a, b)
-            garbage = [rng.normal(0, 50, c.shape).astype(np.float32) for c in self.empty_cache()]
-            again = self.run_decoder(kind, [EOT + 1, EOT + 3, EOT + 6], *garbage, ck, cv, 0)
-            for a, b in zip(again, first):
-                np.testing.assert_array_equal(a, b)
+            garbage = rng.normal(0, 50, (1, 1, DIMS["n_text_state"])).astype(np.float32)
+            k, v = self.empty_cache()
+            again = self.run_decoder(kind, [EOT + 1, EOT + 3, EOT + 6], k, v, ck, cv, 0, placeholder=garbage)
+            later = self.run_decoder(kind, [7], first[1], first[2], ck, cv, 3, placeholder=garbage)
+            for got, want in ((again, first), (later, second)):
+                for a, b in zip(got, want):
+                    np.testing.assert_array_equal(a, b)
 
     def test_optimized_decoder_copies_no_cross_attention_keys_values_nor_a_whole_cache(self):
         """The per-step work this layout removed (regression guards, checked on the graph ONNX
         Runtime actually runs): a copy of every layer's cross-attention K/V (a Split, which ORT's
         Gather fusion made of constant-index Gathers, then a Gather per layer out of one input:
-        12.4 of 43 ms per base step for four audios), and a ScatterND into a fixed-size cache.
-        Each layer's K/V are inputs of their own, read in place."""
+        12.4 of 43 ms per base step for four audios), a ScatterND into a fixed-size cache, and
+        (version 5) the self-attention cache sliced out of one input, joined with the new positions
+        and written back whole: each layer's cache is an input of its own, reshaped by head and
+        read, and only the new positions are outputs."""
         graph = self.optimized_decoder()
         ops = [n.op_type for n in graph.node]
         self.assertNotIn("ScatterND", ops)
@@ -440,6 +459,12 @@ class WhisperConverterTest(unittest.TestCase):
         readers = [n for n in graph.node if set(n.input) & names]
         self.assertTrue(readers)
         self.assertLessEqual({n.op_type for n in readers}, {"Reshape", "Shape"})
+        cached = {f"self_{kv}_{i}" for kv in "kv" for i in range(DIMS["n_text_layer"])}
+        readers = [n for n in graph.node if set(n.input) & cached]
+        self.assertEqual(len(readers), len(cached) + 1)  # a Reshape each, and self_k_0's Shape
+        self.assertLessEqual({n.op_type for n in readers}, {"Reshape", "Shape"})
+        joined = [n for n in graph.node if n.op_type == "Concat" and set(n.input) & {r.output[0] for r in readers}]
+        self.assertEqual(joined, [])
 
     def test_audios_batched_decode_as_each_alone(self):
         """Two audios of different lengths in one call, two rows each: every row's logits, caches

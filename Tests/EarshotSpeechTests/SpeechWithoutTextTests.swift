@@ -212,8 +212,13 @@ final class LostSpeechLog: SpeechObserver, @unchecked Sendable {
                 let outcome = try await Self.transcribe(leadingSilence: offset, window: window, in: directory)
                 let label = "window \(window) s, \(offset) s of silence first"
                 #expect(!outcome.finals.contains(where: Self.lost), "\(label): \(outcome.finals.filter(Self.lost).map(\.range))")
-                // 0.03 of ~203 words: six words of margin, far below the 40 words of a lost passage.
-                #expect(outcome.wer <= baseline.wer + 0.03, "\(label): WER \(SherpaFixture.percent(outcome.wer)) — \(outcome.hypothesis)")
+                // 0.06 of ~203 words: twelve words of margin, far below the 40 words of a lost
+                // passage. How Whisper reads a window moves with where it is cut and with the CPU's
+                // float rounding: on an AVX2 machine two cuts read "ill-disposed" as "ill-sposed"
+                // twice and skipped the repeated clause "it was the worst of times" (8 words more
+                // than the unshifted reading, with converter 4 and 5 alike); AVX-512 machines kept
+                // within 6.
+                #expect(outcome.wer <= baseline.wer + 0.06, "\(label): WER \(SherpaFixture.percent(outcome.wer)) — \(outcome.hypothesis)")
                 if outcome.wer > worst.wer { worst = (outcome.wer, label) }
             }
         }

@@ -371,35 +371,32 @@ final class SelfAttentionStorage: @unchecked Sendable {
     // @unchecked: `filled` is guarded by `lock`; the floats are written only at positions a
     // `claim` handed out.
     let value: ORTValue
-    let capacity: Int
-    let batch: Int
-    let state: Int
-    private let blocks: Int
+    /// Its blocks, positions, sequences and state: what the pool sorts it by.
+    private let key: Pool.Key
     private let lock = NSLock()
     private var filled: Int
     private weak var pool: Pool?
 
-    private init(value: ORTValue, blocks: Int, capacity: Int, batch: Int, state: Int, filled: Int, pool: Pool) {
+    var capacity: Int { key.capacity }
+
+    private init(value: ORTValue, key: Pool.Key, filled: Int, pool: Pool) {
         self.value = value
-        self.blocks = blocks
-        self.capacity = capacity
-        self.batch = batch
-        self.state = state
+        self.key = key
         self.filled = filled
         self.pool = pool
     }
 
     deinit {
-        pool?.give(value, key: Pool.Key(blocks: blocks, capacity: capacity, batch: batch, state: state))
+        pool?.give(value, key: key)
     }
 
     /// The element where block `index` starts.
-    func block(_ index: Int) -> Int { index * (1 + capacity) * batch * state }
+    func block(_ index: Int) -> Int { index * (1 + key.capacity) * key.batch * key.state }
 
     /// Hands positions `start ..< end` to the caller if nothing was written past `start` and they fit.
     func claim(from start: Int, to end: Int) -> Bool {
         lock.withLock {
-            guard filled == start, end <= capacity else { return false }
+            guard filled == start, end <= key.capacity else { return false }
             filled = end
             return true
         }
@@ -435,7 +432,7 @@ final class SelfAttentionStorage: @unchecked Sendable {
                 return free.remove(at: index).value
             }
             let value = try kept ?? ORTValue.floats([blocks, 1 + capacity, batch, state]) { _ in }
-            let storage = SelfAttentionStorage(value: value, blocks: blocks, capacity: capacity, batch: batch, state: state, filled: positions, pool: self)
+            let storage = SelfAttentionStorage(value: value, key: key, filled: positions, pool: self)
             let floats = value.mutableFloats()
             for index in 0..<blocks { UnsafeMutableBufferPointer(rebasing: floats[storage.block(index)..<(storage.block(index) + batch * state)]).initialize(repeating: 0) }
             return storage

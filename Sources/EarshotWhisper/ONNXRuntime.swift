@@ -148,8 +148,10 @@ final class ORTSession: @unchecked Sendable {
     private let session: OpaquePointer
     private let metadata: [String: String]
 
-    /// Loads `path` with `threads` intra-operator threads. Blocking.
-    init(path: String, threads: Int, metadataKeys: [String] = []) throws {
+    /// Loads `path` with `threads` intra-operator threads. Blocking. With `memoryPattern`, each
+    /// run takes its intermediate tensors from one block laid out by a trace of the first run of
+    /// the same input shapes; the arena keeps that first run's own chunks too.
+    init(path: String, threads: Int, memoryPattern: Bool = true, metadataKeys: [String] = []) throws {
         let runtime = ONNXRuntime.shared
         let api = runtime.api
         var options: OpaquePointer?
@@ -162,6 +164,7 @@ final class ORTSession: @unchecked Sendable {
         // (Benchmarks/README.md, "ONNX Runtime's spinning"); a shared daemon should not burn cores.
         try runtime.check(api.AddSessionConfigEntry(options, "session.intra_op.allow_spinning", "0"))
         try runtime.check(api.SetSessionGraphOptimizationLevel(options, ORT_ENABLE_ALL))
+        if !memoryPattern { try runtime.check(api.DisableMemPattern(options)) }
         var made: OpaquePointer?
         try runtime.check(api.CreateSession(runtime.env, path, options, &made))
         session = made!

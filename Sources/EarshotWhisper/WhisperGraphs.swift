@@ -34,7 +34,10 @@ final class WhisperGraphs: Sendable {
             throw WhisperModelError.missingFile(path)
         }
         compute = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, threads)))
-        encoder = try ORTSession(path: encoderPath, threads: threads, metadataKeys: WhisperVocabulary.metadataKeys)
+        // The encoder runs without a memory pattern: with one, a loaded model kept its work twice
+        // (the pattern's block and the first run's chunks), 35 MiB of base's 265; the decoder's
+        // many small steps keep theirs (Benchmarks/README.md, "engine-memory.sh", session 23).
+        encoder = try ORTSession(path: encoderPath, threads: threads, memoryPattern: false, metadataKeys: WhisperVocabulary.metadataKeys)
         decoder = try ORTSession(path: decoderPath, threads: threads)
         vocabulary = try WhisperVocabulary(tokensFile: tokens, metadata: encoder.metadata)
         let metadata = encoder.metadata

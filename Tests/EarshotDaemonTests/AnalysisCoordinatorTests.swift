@@ -56,11 +56,13 @@ actor CoreFixture {
     static let progressive = ModuleConfiguration(kind: .transcriber, locale: "en-US", preset: "progressiveTranscription")
 
     /// A coordinator over a new speech service (so each test has its own admission and models),
-    /// its models lingering `linger` seconds of `clock`.
-    func coordinator(maxConcurrent: Int = 4, maxQueued: Int = 16, linger: Double = 0, clock: ManualClock = ManualClock()) async throws -> AnalysisCoordinator {
+    /// its models lingering `linger` seconds of `clock`, decoding with `model` (the shared one
+    /// when nil; a test that counts decodes passes its own, as other suites decode concurrently).
+    func coordinator(maxConcurrent: Int = 4, maxQueued: Int = 16, linger: Double = 0, clock: ManualClock = ManualClock(),
+                     model: HalfSecondWords? = nil) async throws -> AnalysisCoordinator {
         let settings = SpeechSettings(maxConcurrentAnalyses: maxConcurrent, maxConcurrentAnalysesHard: 16, lingerSeconds: linger, maxKeepAliveSeconds: 0,
                                       inferenceThreads: 1, batchThreads: 0, recordingWindowSeconds: 0, maxQueued: maxQueued)
-        let model = model
+        let model = model ?? self.model
         let speech = SpeechService(settings: settings, clock: clock, segmentModels: SegmentModelLoader { _, _ in (model, 1 << 20) })
         return AnalysisCoordinator(speech: speech, assets: try await assetService())
     }
@@ -131,8 +133,10 @@ struct AnalysisCoordinatorTests {
     /// (tiny.en's Wyoming latency 0.31–0.32× the peer's against base's 0.25–0.28×). The session
     /// now runs the asset without the preset: final results only, one decode per segment.
     @Test func aTranscriptionNamingAProgressiveAssetDecodesNoVolatileResults() async throws {
-        let coordinator = try await CoreFixture.shared.coordinator()
-        let model = CoreFixture.shared.model, before = model.decodes
+        // Its own model: DaemonCoreTests decode on the shared one at the same time (regression: a
+        // full run counted one of theirs here, "2 decodes" for one final result).
+        let model = HalfSecondWords(), before = model.decodes
+        let coordinator = try await CoreFixture.shared.coordinator(model: model)
         let log = SessionLog()
         let id = try await coordinator.openTranscription(TranscriptionRequest(name: "whisper-tiny-en", language: "en"),
                                                          for: AnalysisClient(connection: 3, uid: getuid(), appID: "org.example.core")) { _, event in log.add(event) }

@@ -44,7 +44,7 @@ public struct SpeechSettings: Sendable {
     public init(maxConcurrentAnalyses: Int = 4, maxConcurrentAnalysesHard: Int = 16, lingerSeconds: Double = 300, maxKeepAliveSeconds: Double = 3600,
                 inferenceThreads: Int = 2, batchThreads: Int = 0, decodeSlots: Int = max(ProcessInfo.processInfo.activeProcessorCount, 4),
                 recordingWindowSeconds: Double = 20, speculativeDecode: Bool = true, maxQueued: Int = 16, maxModelMemoryBytes: Int? = nil,
-                beamSize: Int = 5, conditionOnPreviousText: Bool = false) {
+                beamSize: Int = 5, conditionOnPreviousText: Bool = true) {
         self.maxConcurrentAnalyses = maxConcurrentAnalyses
         self.maxConcurrentAnalysesHard = maxConcurrentAnalysesHard
         self.lingerSeconds = lingerSeconds

@@ -6,17 +6,20 @@ import EarshotWire
 import Foundation
 
 /// The engine process's side of the link to earshotd: reads requests (``EngineWhisperLoad``,
-/// ``EngineVADLoad``, ``EngineWhisperDecode``, ``EngineVADStep``, ``EngineRelease``) from a
-/// socket and answers each with its reply. Loads and detector steps run on a serial queue per
-/// object, so one object's requests keep their order and other objects never wait behind them;
-/// each Whisper decode has a thread of its own, so decodes on one model overlap as they do in
-/// process (earshotd bounds how many run).
+/// ``EngineVADLoad``, ``EngineWhisperDecode``, ``EngineWhisperPreviousText``, ``EngineVADStep``,
+/// ``EngineRelease``) from a socket and answers each with its reply. Loads and detector steps run
+/// on a serial queue per object, so one object's requests keep their order and other objects
+/// never wait behind them; each Whisper decode has a thread of its own, so decodes on one model
+/// overlap as they do in process (earshotd bounds how many run), and one whose earlier text
+/// follows waits on its thread for it.
 public final class EngineServer: @unchecked Sendable {
-    // @unchecked: `objects` and `queues` are guarded by `lock`.
+    // @unchecked: `objects`, `queues` and `awaitedTexts` are guarded by `lock`.
     private let link: BlockingFrameLink
     private let lock = NSLock()
     private var objects: [String: AnyObject] = [:]
     private var queues: [String: DispatchQueue] = [:]
+    /// Decodes sent with ``EngineWhisperDecode/previousTextFollows``, by request id, until they end.
+    private var awaitedTexts: [String: AwaitedText] = [:]
 
     /// The engine process's mmap threshold (`MemoryReclaim.keepLargeBlocksReturnable(above:)`):
     /// 4 MiB. On every step sherpa-onnx's detector copies the speech segment so far into a new
@@ -60,16 +63,34 @@ public final class EngineServer: @unchecked Sendable {
                 let request = try frame.decode(EngineWhisperDecode.self)
                 let decoder: WhisperDecoder = try object(request.object)
                 let samples = EngineSamples.samples(frame.payload)
+                // Registered before the next frame is read: the text that follows finds it.
+                let awaited = request.previousTextFollows == true ? lock.withLock {
+                    let box = AwaitedText()
+                    awaitedTexts[id] = box
+                    return box
+                } : nil
                 let thread = Thread { [self] in
                     do {
-                        let result = try decoder.decode(samples, request)
+                        let result = if let awaited {
+                            try decoder.decode(samples, request) { awaited.text() }
+                        } else {
+                            try decoder.decode(samples, request)
+                        }
                         reply { try Frame(result) }
                     } catch {
                         reply { try Frame(EngineFailure(id: id, kind: .invalidRequest, message: "\(error)")) }
                     }
+                    if awaited != nil { lock.withLock { awaitedTexts[id] = nil } }
                 }
                 thread.name = "earshot.engine-decode"
                 thread.start()
+            case EngineWhisperPreviousText.eventType:
+                let request = try frame.decode(EngineWhisperPreviousText.self)
+                guard let awaited = lock.withLock({ awaitedTexts[request.decode] }) else {
+                    throw EngineRequestError(message: "no decode '\(request.decode)' waits for its earlier text")
+                }
+                awaited.give(request.text)
+                reply { try Frame(EngineWhisperPreviousTextTaken(id: id)) }
             case EngineVADStep.eventType:
                 let request = try frame.decode(EngineVADStep.self)
                 let detector: Detector = try object(request.object)
@@ -131,6 +152,28 @@ public final class EngineServer: @unchecked Sendable {
     /// Sends a reply; if the link is gone, earshotd is too, and the read loop ends.
     private func reply(_ make: () throws -> Frame) {
         try? link.write(make())
+    }
+
+    /// The earlier text one decode waits for (``EngineWhisperPreviousText``).
+    private final class AwaitedText: @unchecked Sendable {
+        // @unchecked: `given` is guarded by `condition`.
+        private let condition = NSCondition()
+        private var given: String??
+
+        func give(_ text: String?) {
+            condition.withLock {
+                if given == nil { given = .some(text) }
+                condition.broadcast()
+            }
+        }
+
+        /// Blocks until the text is given.
+        func text() -> String? {
+            condition.withLock {
+                while given == nil { condition.wait() }
+                return given!
+            }
+        }
     }
 
     private struct EngineRequestError: Error, CustomStringConvertible {

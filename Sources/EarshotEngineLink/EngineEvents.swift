@@ -127,12 +127,17 @@ public struct EngineWhisperDecode: WireEvent, Hashable {
     public var context: [String]?
     /// Alternative texts wanted besides the best (from the beam), 0…``maxBeamSize`` − 1.
     public var alternatives: Int?
+    /// True: ``previousText`` follows in an ``EngineWhisperPreviousText`` naming this decode's
+    /// `id`; the engine computes the features and encodes the audio meanwhile, and searches once
+    /// it has the text.
+    public var previousTextFollows: Bool?
 
     /// The widest beam a decode may ask for.
     public static let maxBeamSize = DecodingOptions.maxBeamSize
 
     public init(id: String, object: String, sampleRate: Int, language: String? = nil, task: String? = nil, beamSize: Int? = nil,
-                temperatures: [Double]? = nil, prompt: String? = nil, previousText: String? = nil, context: [String]? = nil, alternatives: Int? = nil) {
+                temperatures: [Double]? = nil, prompt: String? = nil, previousText: String? = nil, context: [String]? = nil, alternatives: Int? = nil,
+                previousTextFollows: Bool? = nil) {
         self.id = id
         self.object = object
         self.sampleRate = sampleRate
@@ -144,7 +149,34 @@ public struct EngineWhisperDecode: WireEvent, Hashable {
         self.previousText = previousText
         self.context = context
         self.alternatives = alternatives
+        self.previousTextFollows = previousTextFollows
     }
+}
+
+/// The earlier text of a decode sent with ``EngineWhisperDecode/previousTextFollows``
+/// (`engine.whisper-previous-text`), `decode` being that request's `id`; answered by
+/// ``EngineWhisperPreviousTextTaken`` (or an ``EngineFailure`` when no decode waits for it).
+public struct EngineWhisperPreviousText: WireEvent, Hashable {
+    public static let eventType = "engine.whisper-previous-text"
+    public var id: String
+    public var decode: String
+    /// Nil: the decode goes without earlier text.
+    public var text: String?
+
+    public init(id: String, decode: String, text: String?) {
+        self.id = id
+        self.decode = decode
+        self.text = text
+    }
+}
+
+/// The decode named by an ``EngineWhisperPreviousText`` has its text
+/// (`engine.whisper-previous-text-taken`).
+public struct EngineWhisperPreviousTextTaken: WireEvent, Hashable {
+    public static let eventType = "engine.whisper-previous-text-taken"
+    public var id: String
+
+    public init(id: String) { self.id = id }
 }
 
 /// What a Whisper decode returned (`engine.whisper-result`): the text and, per token, its text,

@@ -36,7 +36,7 @@ public final class WorkerProcess: @unchecked Sendable {
     private var closing = false
     private let onEnd: (@Sendable (_ pid: pid_t, _ why: WorkerError, _ asked: Bool) -> Void)?
 
-    private final class Reply: @unchecked Sendable {
+    fileprivate final class Reply: @unchecked Sendable {
         // @unchecked: `result` is written once before `done` is signalled and read after.
         let done = DispatchSemaphore(value: 0)
         var result: Result<Frame, WorkerError> = .failure(.exited("no reply"))
@@ -96,6 +96,25 @@ public final class WorkerProcess: @unchecked Sendable {
 
     /// Sends `request` with a fresh `id` and waits for the reply with that id. Blocking.
     public func call(_ request: Frame) throws(WorkerError) -> Frame {
+        try begin(request).reply()
+    }
+
+    /// A request sent whose reply has not been waited for yet.
+    public struct PendingCall: Sendable {
+        /// The `id` the request went with (and its reply will carry).
+        public let id: String
+        fileprivate let waiter: Reply
+
+        /// Waits for the reply. Blocking; once.
+        public func reply() throws(WorkerError) -> Frame {
+            waiter.done.wait()
+            return try waiter.result.get()
+        }
+    }
+
+    /// Sends `request` with a fresh `id` and returns at once: other requests (naming this one by
+    /// its id) may go before its reply is waited for. Blocking only while it is written.
+    public func begin(_ request: Frame) throws(WorkerError) -> PendingCall {
         let reply = Reply()
         var request = request
         lock.lock()
@@ -114,8 +133,7 @@ public final class WorkerProcess: @unchecked Sendable {
             // The reader sees the broken link too and fails every call, this one included.
             shutdown(link.fd, Int32(SHUT_RDWR))
         }
-        reply.done.wait()
-        return try reply.result.get()
+        return PendingCall(id: id, waiter: reply)
     }
 
     /// Ends the link: the worker sees the end of its input and exits; calls in flight fail.

@@ -55,6 +55,24 @@ public final class WhisperDecoder: Sendable {
         try finish(try batcher.run(try prepare(samples, request)))
     }
 
+    /// Decodes 16 kHz mono samples whose earlier text (``EngineWhisperDecode/previousText``)
+    /// `previousText` gives only once the decode before has ended (a conditioned recording's
+    /// next window): the features are computed and the audio encoded on the calling thread while
+    /// that decode runs, then the search waits for the text. Outside ``batcher``, as the
+    /// windows of one recording decode one at a time anyway. Blocking.
+    public func decode(_ samples: [Float], _ request: EngineWhisperDecode, previousText: () -> String?) throws -> EngineWhisperResult {
+        let encoded = try Self.encode(try prepare(samples, request), graphs: graphs, early: true)
+        var prompted = request
+        prompted.previousText = previousText()
+        let (prompt, dropped) = Self.prompt(prompted, phrases: encoded.prepared.phrases, vocabulary: graphs.vocabulary)
+        let decode = encoded.prompted(prompt, dropped: dropped)
+        let temperature = decode.prepared.options.temperatures[0]
+        let initial = decode.initial(at: temperature)
+        let start = try WhisperSearch.start([initial.tokens], sotIndices: [initial.sotIndex], cross: decode.cross, graphs: graphs)[0]
+        let hypotheses = try decode.prepared.search.run(from: start, initialCount: initial.tokens.count, cross: decode.cross, temperature: temperature)
+        return try finish(FirstPass(decode: decode, start: start, hypotheses: hypotheses))
+    }
+
     /// Decodes several audios as one batch, whatever else runs (the batch ``decode(_:_:)``
     /// makes of decodes that wait at once). Blocking.
     func decode(together decodes: [(samples: [Float], request: EngineWhisperDecode)]) throws -> [EngineWhisperResult] {
@@ -93,6 +111,8 @@ public final class WhisperDecoder: Sendable {
         /// and contextual strings (their last ``maxPromptTokens``); at most ``maxPromptTokens``.
         let prompt: [Int]
         let promptTokensDropped: Int
+        /// The contextual strings (the prompt's end and the search's bias).
+        let phrases: [String]
 
         /// Tokens of the start sequence: start of transcript, language and task, no timestamps.
         var sequenceCount: Int { taskToken == nil ? 2 : 4 }
@@ -104,6 +124,12 @@ public final class WhisperDecoder: Sendable {
 
         /// How many tokens the decoder is first given at `temperature`.
         func initialCount(at temperature: Double) -> Int { (prompted(at: temperature) ? prompt.count + 1 : 0) + sequenceCount }
+
+        /// The same decode with another prompt.
+        func prompting(_ prompt: [Int], dropped: Int) -> Prepared {
+            Prepared(request: request, options: options, search: search, features: features, frames: frames, padding: padding,
+                     language: language, taskToken: taskToken, prompt: prompt, promptTokensDropped: dropped, phrases: phrases)
+        }
     }
 
     /// A decode with its audio encoded and its language known, ready to search.
@@ -122,6 +148,12 @@ public final class WhisperDecoder: Sendable {
         func reading(_ cross: CrossAttention) -> Encoded {
             Encoded(prepared: prepared, cross: cross, sequence: sequence, language: language, languageProbability: languageProbability,
                     startOfPrevious: startOfPrevious)
+        }
+
+        /// The same decode with another prompt.
+        func prompted(_ prompt: [Int], dropped: Int) -> Encoded {
+            Encoded(prepared: prepared.prompting(prompt, dropped: dropped), cross: cross, sequence: sequence, language: language,
+                    languageProbability: languageProbability, startOfPrevious: startOfPrevious)
         }
 
         /// What the decoder is first given at `temperature`.
@@ -189,14 +221,14 @@ public final class WhisperDecoder: Sendable {
         let search = WhisperSearch(graphs: graphs, options: options, bias: phrases.isEmpty ? nil : ContextBias(phrases: phrases, vocabulary: vocabulary))
         return Prepared(request: request, options: options, search: search, features: mel.values, frames: frames, padding: padding,
                         language: language, taskToken: vocabulary.isMultilingual ? (task == "translate" ? vocabulary.translate : vocabulary.transcribe) : nil,
-                        prompt: prompt, promptTokensDropped: dropped)
+                        prompt: prompt, promptTokensDropped: dropped, phrases: phrases)
     }
 
     /// Runs the encoder over `decode`'s features and picks its language (identified when none
     /// was asked for). Blocking.
-    private static func encode(_ decode: Prepared, graphs: WhisperGraphs) throws -> Encoded {
+    private static func encode(_ decode: Prepared, graphs: WhisperGraphs, early: Bool = false) throws -> Encoded {
         let vocabulary = graphs.vocabulary
-        let cross = try graphs.encode(decode.features, frames: decode.frames, padding: decode.padding)
+        let cross = try graphs.encode(decode.features, frames: decode.frames, padding: decode.padding, early: early)
         var sequence = [vocabulary.startOfTranscript]
         var language: String? = "en"
         var languageProbability: Double?

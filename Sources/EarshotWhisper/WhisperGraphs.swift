@@ -25,6 +25,12 @@ final class WhisperGraphs: Sendable {
     /// threads (2 threads on 2 cores: one; a 1-thread copy: two), so overlapping decodes take
     /// turns instead of oversubscribing the cores.
     private let compute: DispatchSemaphore
+    /// Taken instead of ``compute`` by an encode ahead of its search (a conditioned recording's
+    /// next window, while the window before decodes): one at a time, beside the other runs. On 2
+    /// cores the decoder's steps leave about a fifth of the cores idle (scoring between steps),
+    /// which it fills: long files in 0.85–0.93× the time, where within ``compute``'s turns it
+    /// was no faster (Benchmarks/README.md, session 24).
+    private let ahead = DispatchSemaphore(value: 1)
     /// Self-attention storage the model's decodes have let go, to take again.
     private let storagePool = SelfAttentionStorage.Pool()
 
@@ -57,8 +63,9 @@ final class WhisperGraphs: Sendable {
     }
 
     /// The encoder's cross-attention keys and values for `frames` feature frames (frame-major,
-    /// `mels` each), padded with `padding` zero frames: one audio, batch 1.
-    func encode(_ features: [Float], frames: Int, padding: Int) throws -> CrossAttention {
+    /// `mels` each), padded with `padding` zero frames: one audio, batch 1. `early`: an encode
+    /// ahead of its search (``ahead``).
+    func encode(_ features: [Float], frames: Int, padding: Int, early: Bool = false) throws -> CrossAttention {
         let total = frames + padding
         let mel = try ORTValue.floats([1, mels, total]) { storage in
             storage.initialize(repeating: 0)
@@ -66,14 +73,15 @@ final class WhisperGraphs: Sendable {
                 for bin in 0..<mels { storage[bin * total + frame] = features[frame * mels + bin] }
             }
         }
-        let outputs = try computing { try encoder.run([("mel", mel)], outputs: ["n_layer_cross_k", "n_layer_cross_v"]) }
+        let outputs = try computing(early ? ahead : compute) { try encoder.run([("mel", mel)], outputs: ["n_layer_cross_k", "n_layer_cross_v"]) }
         return try CrossAttention(encoded: outputs[0], values: outputs[1])
     }
 
-    /// Runs `run` holding one of the model's ``compute`` turns. Blocking.
-    private func computing<T>(_ run: () throws -> T) rethrows -> T {
-        compute.wait()
-        defer { compute.signal() }
+    /// Runs `run` holding one of the model's `turns` (``compute`` unless said). Blocking.
+    private func computing<T>(_ turns: DispatchSemaphore? = nil, _ run: () throws -> T) rethrows -> T {
+        let turns = turns ?? compute
+        turns.wait()
+        defer { turns.signal() }
         return try run()
     }
 

@@ -1,6 +1,7 @@
 @testable import EarshotSpeech
 import EarshotWire
 import Foundation
+import Synchronization
 import Testing
 
 /// A transcriber whose calls wait until the test lets each one finish, so tests decide the order
@@ -220,5 +221,49 @@ final class HeldTranscriber: SegmentTranscribing, @unchecked Sendable {
         #expect(DecodeGate.next(waiting, held: [:]) == 3)
         #expect(DecodeGate.next(waiting, held: ["long": 1, "other": 1]) == 3)
         #expect(DecodeGate.next([], held: [:]) == nil)
+    }
+}
+
+/// A model that starts its decode before it asks for its earlier text, as the engine process's
+/// Whisper encodes first; it says when it asks and answers with the text it was given.
+final class EncodesFirst: SegmentTranscribing, @unchecked Sendable {
+    let asking = DispatchSemaphore(value: 0)
+
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
+        Transcription(text: "after \(settings.previousText ?? "nothing")", language: "en")
+    }
+
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings, previousText: () -> String?) throws -> Transcription {
+        asking.signal()
+        return Transcription(text: "after \(previousText() ?? "nothing")", language: "en")
+    }
+}
+
+extension ConcurrentDecodeTests {
+    /// A conditioned recording's next window starts its decode (the engine encodes it) before
+    /// the window before has ended, and then waits for that window's text. It must not hold a
+    /// decode slot while it waits: with every slot held by such windows, the windows whose text
+    /// they wait for could never decode. One slot here: the second window has it and waits, and
+    /// the first still decodes.
+    @Test func aWindowWaitingForItsEarlierTextHoldsNoDecodeSlot() {
+        let model = EncodesFirst()
+        let gated = GatedTranscriber(model: model, gate: DecodeGate(slots: 1), client: "recording", engine: "whisper", observer: nil)
+        let relay = TextRelay()
+        let (first, second) = (relay.link(), relay.link())
+        let texts = Mutex<[Int: String]>([:])
+        let done = DispatchSemaphore(value: 0)
+        for (index, link) in [(1, second), (0, first)] {
+            Thread {
+                let prompted = TextRelay.Prompted(gated, link: link)
+                let text = (try? prompted.transcribe([0], sampleRate: 16000))?.text ?? "failed"
+                link.pass(text, after: prompted.previousText())
+                texts.withLock { $0[index] = text }
+                done.signal()
+            }.start()
+            // The second window is in its decode, waiting for its text, before the first starts.
+            if index == 1 { model.asking.wait() }
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success && done.wait(timeout: .now() + 60) == .success, "the windows deadlocked on the slot")
+        #expect(texts.withLock { $0 } == [0: "after nothing", 1: "after after nothing"])
     }
 }

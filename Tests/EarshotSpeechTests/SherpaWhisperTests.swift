@@ -212,3 +212,34 @@ enum SherpaFixture {
     static func percent(_ rate: Double) -> String { String(format: "%.1f %%", rate * 100) }
     static func format(_ value: Double) -> String { String(format: "%.3f", value) }
 }
+
+extension SherpaOnnxTests {
+    /// Through the engine process: a decode whose earlier text follows (a conditioned recording's
+    /// next window, encoded while the window before decodes) reads as one sent with its text,
+    /// and the engine serves the decode before while this one waits.
+    @Test(.enabled(if: SherpaFixture.modelAvailable, SherpaFixture.modelMissing))
+    func anEarlierTextSentAfterItsDecodeReadsAsOneSentWithIt() throws {
+        let model = try SherpaFixture.model()
+        let utterances = try SherpaFixture.utterances()
+        let (samples, before) = (utterances[0].samples, utterances[1].samples)
+        let previous = "Mister John Dashwood spoke to Mister Palmer, and Mister Willoughby listened."
+        let sent = try model.transcribe(samples, sampleRate: 16000, settings: DecodeSettings(previousText: previous))
+        let alone = try model.transcribe(before, sampleRate: 16000).text
+        var meanwhile: String?
+        let followed = try model.transcribe(samples, sampleRate: 16000, settings: DecodeSettings()) {
+            meanwhile = try? model.transcribe(before, sampleRate: 16000).text
+            return previous
+        }
+        #expect(followed == sent)
+        #expect(meanwhile == alone)
+        let none = try model.transcribe(samples, sampleRate: 16000, settings: DecodeSettings()) { nil }
+        #expect(none == (try model.transcribe(samples, sampleRate: 16000)))
+        // A decode the engine refuses reports why, whether or not its text reached it first.
+        do {
+            _ = try model.transcribe(samples, sampleRate: 16000, settings: DecodeSettings(beamSize: 99)) { previous }
+            Issue.record("a beam of 99 was accepted")
+        } catch {
+            #expect("\(error)".contains("beam size 99"), "\(error)")
+        }
+    }
+}

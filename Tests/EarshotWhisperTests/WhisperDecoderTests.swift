@@ -183,6 +183,32 @@ import TestSupport
         #expect(short.tokens.isEmpty)
     }
 
+    /// A conditioned recording's next window is encoded while the window before decodes; its
+    /// earlier text, given only then, decodes exactly as when the request carried it (the
+    /// prompted result differs from the plain one, so the text is used), and a decode run
+    /// meanwhile on the same model is unaffected.
+    @Test(.enabled(if: WhisperFixture.available, WhisperFixture.missing))
+    func anEarlierTextThatFollowsDecodesAsOneSentWithTheRequest() throws {
+        let decoder = try WhisperFixture.base()
+        let samples = try LibriVox.samples(LibriVox.path(LibriVox.ids[0])), before = try LibriVox.samples(LibriVox.path(LibriVox.ids[1]))
+        let previous = "Mister John Dashwood spoke to Mister Palmer, and Mister Willoughby listened."
+        let plain = try decoder.decode(samples, WhisperFixture.request())
+        let sent = try decoder.decode(samples, WhisperFixture.request(previousText: previous))
+        let alone = try decoder.decode(before, WhisperFixture.request())
+        var asked = 0
+        var meanwhile: EngineWhisperResult?
+        let followed = try decoder.decode(samples, WhisperFixture.request()) {
+            asked += 1
+            meanwhile = try? decoder.decode(before, WhisperFixture.request())
+            return previous
+        }
+        #expect(sent.text != plain.text, "the earlier text conditions the decode: \(sent.text)")
+        #expect(followed == sent)
+        #expect(asked == 1)
+        #expect(meanwhile == alone)
+        #expect(try decoder.decode(samples, WhisperFixture.request()) { nil } == plain)
+    }
+
     /// Regression (sox dithered every conversion from a random seed): the rare-name count came out
     /// 7 of 8 on one run and 6 on the next, on the same machine and build, because the same
     /// espeak-ng sentence resampled to 16 kHz gave other samples each time.

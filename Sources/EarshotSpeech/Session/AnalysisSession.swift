@@ -511,25 +511,26 @@ public final class AnalysisSession: @unchecked Sendable {
     /// Decodes a gathered window (its samples reserved) on a decode lane, and again the segments
     /// it leaves without text (``WindowTranscript``). With `speculative`, the window's input was
     /// decoded in place already: only its empty segments are decoded. With
-    /// ``conditionOnPreviousText``, the decode first waits, on its lane, for the text of the
-    /// module's windows before (its prompt: the text since the last window that needed a high
-    /// temperature, ``TextRelay``): a module's windows decode one at a time, in order. Any thread.
+    /// ``conditionOnPreviousText``, the decode waits, on its lane, for the text of the module's
+    /// windows before (its prompt: the text since the last window that needed a high
+    /// temperature, ``TextRelay``): a module's windows search one at a time, in order; a model
+    /// that can encodes the window's audio while it waits (``TextRelay/Prompted``). Any thread.
     private func decodeWindow(_ current: Gathering, recovering speculative: Transcription? = nil) {
-        let (group, model, link) = (current.group, current.model, current.link)
+        let (group, link) = (current.group, current.link)
+        let prompted = link.map { TextRelay.Prompted(current.model, link: $0) }
+        let model: any SegmentTranscribing = prompted ?? current.model
         let rate = Int(Self.sampleRate)
         window.perform(reserved: group.samples.count, {
-            let previous = link?.previousText()
-            let settings = DecodeSettings(previousText: previous)
             do {
                 let transcript = if let speculative {
-                    try group.recover(speculative, placedBy: group.inPlace, with: model, sampleRate: rate, settings: settings)
+                    try group.recover(speculative, placedBy: group.inPlace, with: model, sampleRate: rate)
                 } else {
-                    try group.transcribe(with: model, sampleRate: rate, settings: settings)
+                    try group.transcribe(with: model, sampleRate: rate)
                 }
-                link?.pass(Self.passedOn(transcript), after: previous)
+                link?.pass(Self.passedOn(transcript), after: prompted?.previousText())
                 return transcript
             } catch {
-                link?.pass(nil, after: previous)
+                link?.pass(nil, after: prompted?.previousText())
                 throw error
             }
         }, then: { [self] outcome in

@@ -5,6 +5,11 @@ public protocol SegmentTranscribing: Sendable {
     /// Blocking; at most ``maximumSegmentSeconds`` of 16 kHz mono audio. What `settings` leaves
     /// nil, the model's (or the session's) defaults decide.
     func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription
+    /// The same, the recording's earlier text (``DecodeSettings/previousText``) still to come:
+    /// `previousText` blocks until the decode before has passed it on. A model that can start
+    /// without it (the engine process's Whisper: features and encoder) asks for it when it must;
+    /// by default it is waited for first.
+    func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings, previousText: () -> String?) throws -> Transcription
     /// False once the model can no longer decode (its engine process ended): load it again.
     var isUsable: Bool { get }
 }
@@ -38,6 +43,12 @@ public protocol SpeechSegmenting: AnyObject {
 extension SegmentTranscribing {
     /// Models that run in this process stay usable.
     public var isUsable: Bool { true }
+
+    public func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings, previousText: () -> String?) throws -> Transcription {
+        var settings = settings
+        settings.previousText = previousText()
+        return try transcribe(samples, sampleRate: sampleRate, settings: settings)
+    }
 
     /// A decode with the defaults.
     public func transcribe(_ samples: [Float], sampleRate: Int) throws -> Transcription {

@@ -123,13 +123,39 @@ struct GatedTranscriber: SegmentTranscribing {
     var batch: BatchLanes?
     var isUsable: Bool { model.isUsable }
     func transcribe(_ samples: [Float], sampleRate: Int, settings call: DecodeSettings) throws -> Transcription {
+        try gated(samples.count, sampleRate) { try $0.transcribe(samples, sampleRate: sampleRate, settings: call.over(settings)) }
+    }
+
+    /// The slot is given back while the decode waits for its earlier text: the decode before,
+    /// which gives it, may need the slot.
+    func transcribe(_ samples: [Float], sampleRate: Int, settings call: DecodeSettings, previousText: () -> String?) throws -> Transcription {
+        var waited = 0.0
+        return try gated(samples.count, sampleRate, waited: { waited }) { chosen in
+            try chosen.transcribe(samples, sampleRate: sampleRate, settings: call.over(settings)) {
+                let start = DispatchTime.now()
+                gate.release(client: client)
+                defer {
+                    gate.acquire(client: client)
+                    waited += secondsSince(start)
+                }
+                return previousText()
+            }
+        }
+    }
+
+    /// Runs `decode` on the chosen model within a slot, its time (less what `waited` says it
+    /// spent waiting) going to the observer.
+    private func gated(_ count: Int, _ sampleRate: Int, waited: () -> Double = { 0 },
+                       _ decode: (any SegmentTranscribing) throws -> Transcription) throws -> Transcription {
         gate.acquire(client: client)
         defer { gate.release(client: client) }
         let chosen = batch?.begin() ?? model
         defer { batch?.end() }
         let start = DispatchTime.now()
-        let transcription = try chosen.transcribe(samples, sampleRate: sampleRate, settings: call.over(settings))
-        if sampleRate > 0 { observer?.decoded(engine: engine, audioSeconds: Double(samples.count) / Double(sampleRate), computeSeconds: secondsSince(start)) }
+        let transcription = try decode(chosen)
+        if sampleRate > 0 {
+            observer?.decoded(engine: engine, audioSeconds: Double(count) / Double(sampleRate), computeSeconds: secondsSince(start) - waited())
+        }
         return transcription
     }
 }

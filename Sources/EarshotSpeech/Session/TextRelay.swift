@@ -40,6 +40,38 @@ final class TextRelay: @unchecked Sendable {
         }
     }
 
+    /// A window's model whose decodes take the window's earlier text as it comes
+    /// (``SegmentTranscribing/transcribe(_:sampleRate:settings:previousText:)``): a model that
+    /// can begins before the window before has ended. The text is waited for once.
+    final class Prompted: SegmentTranscribing, @unchecked Sendable {
+        // @unchecked: `fetched` is guarded by `lock`; a window's decodes run one after another.
+        private let model: any SegmentTranscribing
+        private let link: Link
+        private let lock = NSLock()
+        private var fetched: String??
+
+        init(_ model: any SegmentTranscribing, link: Link) {
+            self.model = model
+            self.link = link
+        }
+
+        /// The window's earlier text (``Link/previousText()``, waited for the first time).
+        func previousText() -> String? {
+            lock.withLock {
+                if let fetched { return fetched }
+                let text = link.previousText()
+                fetched = .some(text)
+                return text
+            }
+        }
+
+        func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings) throws -> Transcription {
+            try model.transcribe(samples, sampleRate: sampleRate, settings: settings, previousText: previousText)
+        }
+
+        var isUsable: Bool { model.isUsable }
+    }
+
     /// The most text passed on: its end, about four times what Whisper's 223 prompt tokens take
     /// of English, and still more tokens than that of any other script.
     static let maxCharacters = 4096

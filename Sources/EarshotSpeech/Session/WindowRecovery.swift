@@ -39,15 +39,15 @@ struct WindowTranscript: Sendable {
 extension SegmentGroup {
     /// Decodes the window with `model` (blocking) and decodes again its segments that came back
     /// without text, as ``WindowTranscript`` says.
-    func transcribe(with model: any SegmentTranscribing, sampleRate: Int, settings: DecodeSettings = DecodeSettings()) throws -> WindowTranscript {
-        try recover(model.transcribe(samples, sampleRate: sampleRate, settings: settings), placedBy: self, with: model, sampleRate: sampleRate, settings: settings)
+    func transcribe(with model: any SegmentTranscribing, sampleRate: Int) throws -> WindowTranscript {
+        try recover(model.transcribe(samples, sampleRate: sampleRate), placedBy: self, with: model, sampleRate: sampleRate)
     }
 
     /// `transcription` split into this window's segments where `placement` has them (this window,
     /// or ``inPlace`` for a decode of the input from its first sample on), the empty ones decoded
     /// again from this window's samples.
     func recover(_ transcription: Transcription, placedBy placement: SegmentGroup, with model: any SegmentTranscribing,
-                 sampleRate: Int, settings: DecodeSettings = DecodeSettings()) throws -> WindowTranscript {
+                 sampleRate: Int) throws -> WindowTranscript {
         // No word times (then the window has text): one result over the window.
         guard let split = placement.split(transcription, sampleRate: sampleRate) else { return WindowTranscript(shares: nil, whole: transcription) }
         var result = WindowTranscript(shares: split, whole: transcription)
@@ -67,7 +67,7 @@ extension SegmentGroup {
             for indices in windows {
                 let group = subgroup(indices)
                 result.retries += 1
-                let decoded = try model.transcribe(group.samples, sampleRate: sampleRate, settings: settings)
+                let decoded = try model.transcribe(group.samples, sampleRate: sampleRate)
                 guard let parts = group.split(decoded, sampleRate: sampleRate) else { continue }
                 for (index, part) in zip(indices, parts) where !Self.isEmpty(part) {
                     if Self.isEmpty(shares[index]) {

@@ -140,11 +140,18 @@ final class EngineObject: Sendable {
     var isUsable: Bool { worker.isRunning }
 
     /// Sends `request` and decodes its reply as `R` (an ``EngineFailure`` becomes the error it
-    /// reports). Blocking.
-    func call<R: WireEvent>(_ request: Frame, replying _: R.Type) throws(SherpaOnnxError) -> (R, [UInt8]) {
+    /// reports); `meanwhile`, given the request's id, runs before the reply is waited for (it
+    /// sends what follows the request; its error counts only when the reply reports none).
+    /// Blocking.
+    func call<R: WireEvent>(_ request: Frame, replying _: R.Type,
+                            meanwhile: ((String) throws(SherpaOnnxError) -> Void)? = nil) throws(SherpaOnnxError) -> (R, [UInt8]) {
         let reply: Frame
+        var failed: SherpaOnnxError?
         do {
-            reply = try worker.call(request)
+            let pending = try worker.begin(request)
+            // The reply is waited for whatever `meanwhile` does: it never goes unread.
+            do { try meanwhile?(pending.id) } catch { failed = error }
+            reply = try pending.reply()
         } catch {
             throw .engineUnavailable("\(error)")
         }
@@ -154,6 +161,7 @@ final class EngineObject: Sendable {
             case .invalidRequest: throw .engineUnavailable("it refused a request: \(failure.message)")
             }
         }
+        if let failed { throw failed }
         do {
             return (try reply.decode(R.self), reply.payload)
         } catch {

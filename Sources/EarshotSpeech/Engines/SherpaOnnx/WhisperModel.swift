@@ -135,16 +135,40 @@ public final class WhisperModel: @unchecked Sendable {
         return try decode(samples, language: language, settings: settings)
     }
 
+    /// The same, the earlier text (``DecodeSettings/previousText``) still to come: the engine
+    /// computes the features and encodes the audio while `previousText` waits for it (the decode
+    /// before). Blocking.
+    public func transcribe(_ samples: [Float], sampleRate: Int, settings: DecodeSettings,
+                           previousText: () -> String?) throws(SherpaOnnxError) -> Transcription {
+        // A model that decodes one at a time would hold its turn while waiting for the decode before.
+        guard concurrentDecoding, sampleRate == Self.sampleRate, !samples.isEmpty,
+              Double(samples.count) / Double(sampleRate) <= Self.maximumDuration else {
+            var settings = settings
+            settings.previousText = previousText()
+            return try transcribe(samples, sampleRate: sampleRate, settings: settings)
+        }
+        return try withoutActuallyEscaping(previousText) { previousText throws(SherpaOnnxError) in
+            try decode(samples, language: settings.language ?? language ?? "", settings: settings, previousText: previousText)
+        }
+    }
+
     /// The rate every decode takes (earshotd resamples to it).
     public static let sampleRate = 16000
 
-    /// One decode in the engine process.
-    private func decode(_ samples: [Float], language: String, settings: DecodeSettings) throws(SherpaOnnxError) -> Transcription {
+    /// One decode in the engine process; with `previousText`, the earlier text is sent once it
+    /// gives it, the decode under way meanwhile.
+    private func decode(_ samples: [Float], language: String, settings: DecodeSettings,
+                        previousText: (() -> String?)? = nil) throws(SherpaOnnxError) -> Transcription {
         let request = try EngineObject.frame(EngineWhisperDecode(
             id: "", object: recognizer.name, sampleRate: Self.sampleRate, language: language, task: (settings.task ?? task).rawValue,
             beamSize: settings.beamSize, temperatures: settings.temperatures, prompt: settings.prompt, previousText: settings.previousText, context: settings.context,
-            alternatives: settings.alternatives), payload: EngineSamples.bytes(samples))
-        let result = try recognizer.call(request, replying: EngineWhisperResult.self).0
+            alternatives: settings.alternatives, previousTextFollows: previousText == nil ? nil : true), payload: EngineSamples.bytes(samples))
+        let result = try recognizer.call(request, replying: EngineWhisperResult.self) { id throws(SherpaOnnxError) in
+            if let previousText {
+                _ = try self.recognizer.call(EngineObject.frame(EngineWhisperPreviousText(id: "", decode: id, text: previousText())),
+                                        replying: EngineWhisperPreviousTextTaken.self)
+            }
+        }.0
         var transcription = Self.transcription(from: result, duration: Double(samples.count) / Double(Self.sampleRate))
         // The language asked for, else the one the model identified.
         transcription.language = WhisperLanguage.bcp47(forWhisperCode: language) ?? result.language.flatMap(WhisperLanguage.bcp47(forWhisperCode:))
